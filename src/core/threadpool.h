@@ -1,0 +1,17 @@
+/* A persistent pool of worker threads. run() executes fn on every thread (the caller
+ * is thread 0) and returns when all are done; barrier() syncs them inside fn. */
+#ifndef SDC_CORE_THREADPOOL_H
+#define SDC_CORE_THREADPOOL_H
+
+typedef struct sdc_threadpool sdc_threadpool;
+typedef void (*sdc_task_fn)(void *arg, int ith, int nth);
+
+sdc_threadpool *sdc_threadpool_create(int n_threads); /* n_threads <= 0: all cores */
+void sdc_threadpool_free(sdc_threadpool *p);
+int sdc_threadpool_size(const sdc_threadpool *p);
+void sdc_threadpool_run(sdc_threadpool *p, sdc_task_fn fn, void *arg);
+/* Only valid inside a run(); every thread of the pool must call it. */
+void sdc_threadpool_barrier(sdc_threadpool *p);
+int sdc_cpu_count(void);
+
+#endif
