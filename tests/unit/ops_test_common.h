@@ -50,20 +50,32 @@ static void t_free(sdc_tensor *t) {
 static double t_get(const sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const char *p = (const char *)sdc_tensor_ptr(t, i0, i1, i2, i3);
     switch (t->type) {
-    case SDC_TYPE_F16: return sdc_fp16_to_f32(*(const sdc_fp16 *)p);
-    case SDC_TYPE_BF16: return sdc_bf16_to_f32(*(const sdc_bf16 *)p);
-    case SDC_TYPE_I32: return *(const int32_t *)p;
-    default: return *(const float *)p;
+    case SDC_TYPE_F16:
+        return sdc_fp16_to_f32(*(const sdc_fp16 *)p);
+    case SDC_TYPE_BF16:
+        return sdc_bf16_to_f32(*(const sdc_bf16 *)p);
+    case SDC_TYPE_I32:
+        return *(const int32_t *)p;
+    default:
+        return *(const float *)p;
     }
 }
 
 static void t_set(sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double v) {
     char *p = (char *)sdc_tensor_ptr(t, i0, i1, i2, i3);
     switch (t->type) {
-    case SDC_TYPE_F16: *(sdc_fp16 *)p = sdc_f32_to_fp16((float)v); break;
-    case SDC_TYPE_BF16: *(sdc_bf16 *)p = sdc_f32_to_bf16((float)v); break;
-    case SDC_TYPE_I32: *(int32_t *)p = (int32_t)v; break;
-    default: *(float *)p = (float)v; break;
+    case SDC_TYPE_F16:
+        *(sdc_fp16 *)p = sdc_f32_to_fp16((float)v);
+        break;
+    case SDC_TYPE_BF16:
+        *(sdc_bf16 *)p = sdc_f32_to_bf16((float)v);
+        break;
+    case SDC_TYPE_I32:
+        *(int32_t *)p = (int32_t)v;
+        break;
+    default:
+        *(float *)p = (float)v;
+        break;
     }
 }
 

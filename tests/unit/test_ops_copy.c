@@ -22,8 +22,10 @@ static void test_cpy(void) {
                             for (int64_t i0 = 0; i0 < s->ne[0]; i0++) {
                                 double v = t_get(s, i0, i1, i2, i3);
                                 /* expected: v rounded to the destination type */
-                                if (types[di] == SDC_TYPE_F16) v = sdc_fp16_to_f32(sdc_f32_to_fp16((float)v));
-                                if (types[di] == SDC_TYPE_BF16) v = sdc_bf16_to_f32(sdc_f32_to_bf16((float)v));
+                                if (types[di] == SDC_TYPE_F16)
+                                    v = sdc_fp16_to_f32(sdc_f32_to_fp16((float)v));
+                                if (types[di] == SDC_TYPE_BF16)
+                                    v = sdc_bf16_to_f32(sdc_f32_to_bf16((float)v));
                                 ref[k++] = v;
                             }
                 for (int t = 0; t < 2; t++) {
