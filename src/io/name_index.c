@@ -31,6 +31,15 @@ int sdc_name_index_init(sdc_name_index *ix, size_t expected) {
     return rehash(ix, cap);
 }
 
+int sdc_name_index_reserve(sdc_name_index *ix, size_t total) {
+    size_t cap = ix->cap ? ix->cap : 16;
+    while (cap / 2 < total + 1) {
+        if (cap > ((size_t)1 << 40)) return -1;
+        cap *= 2;
+    }
+    return cap == ix->cap ? 0 : rehash(ix, cap);
+}
+
 int sdc_name_index_insert(sdc_name_index *ix, const char *name, int value) {
     if ((ix->count + 1) * 2 > ix->cap && rehash(ix, ix->cap ? ix->cap * 2 : 16)) return -2;
     uint64_t hv = hash_str(name);

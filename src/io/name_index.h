@@ -23,6 +23,8 @@ int sdc_name_index_init(sdc_name_index *ix, size_t expected);
 /* Adds name -> value unless the name is there. Returns -1 when added, -2 when out of
  * memory, else the value already stored under that name (nothing changes). */
 int sdc_name_index_insert(sdc_name_index *ix, const char *name, int value);
+/* Makes room for `total` names so that inserts up to then cannot fail. 0 or -1. */
+int sdc_name_index_reserve(sdc_name_index *ix, size_t total);
 /* The value stored under name, or -1. */
 int sdc_name_index_find(const sdc_name_index *ix, const char *name);
 void sdc_name_index_free(sdc_name_index *ix);
