@@ -2,7 +2,9 @@
 #include "cpu/cpu_ops.h"
 
 #define STUB(fn)                                                                                   \
-    void fn(const sdc_cpu_params *p, sdc_tensor *dst) { (void)p, (void)dst; }
+    void fn(const sdc_cpu_params *p, sdc_tensor *dst) {                                            \
+        (void)p, (void)dst;                                                                        \
+    }
 STUB(sdc_cpu_cpy)
 STUB(sdc_cpu_concat)
 STUB(sdc_cpu_repeat)
@@ -20,5 +22,9 @@ STUB(sdc_cpu_rope)
 STUB(sdc_cpu_timestep_embed)
 STUB(sdc_cpu_attention)
 STUB(sdc_cpu_conv2d)
-size_t sdc_cpu_attention_work_size(const sdc_tensor *dst, int nth) { return 0; }
-size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) { return 0; }
+size_t sdc_cpu_attention_work_size(const sdc_tensor *dst, int nth) {
+    return 0;
+}
+size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) {
+    return 0;
+}
