@@ -3,13 +3,11 @@
  *   sdc-bench [-t N] [--quick] [filter...]
  * A filter selects GEMM/attention rows whose label contains it ("q4_K", "1280x", "attn"). */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/fp16.h"
 #include "core/tensor.h"
@@ -55,42 +53,24 @@ static void kernel_task(void *arg, int ith, int nth) {
     j->fn(&p, j->dst);
 }
 
-/* Until the persistent pool (core/threadpool.c) is merged, kernels run on threads
- * started per call; kernels that need a barrier must not run multi-threaded then. */
-typedef struct {
-    sdc_task_fn fn;
-    void *arg;
-    int ith, nth;
-} thread_job;
+static sdc_threadpool *g_pools[65];
 
-static void *thread_main(void *v) {
-    thread_job *j = v;
-    j->fn(j->arg, j->ith, j->nth);
-    return NULL;
-}
-
-static void run_on_threads(int nth, sdc_task_fn fn, void *arg) {
-    thread_job jobs[64];
-    pthread_t th[64];
-    if (nth < 1 || nth > 64) nth = 1;
-    for (int i = 0; i < nth; i++) {
-        jobs[i] = (thread_job){fn, arg, i, nth};
-        if (i) pthread_create(&th[i], NULL, thread_main, &jobs[i]);
-    }
-    thread_main(&jobs[0]);
-    for (int i = 1; i < nth; i++) pthread_join(th[i], NULL);
+static sdc_threadpool *pool_for(int nth) {
+    if (!g_pools[nth]) g_pools[nth] = sdc_threadpool_create(nth);
+    return g_pools[nth];
 }
 
 /* Best time of several runs (the machine is shared, so the minimum is the figure least
  * disturbed by others). */
 static double time_kernel(sdc_cpu_kernel_fn fn, sdc_cpu_work_fn work_fn, sdc_tensor *dst, int nth) {
+    sdc_threadpool *pool = pool_for(nth);
     size_t ws = work_fn ? work_fn(dst, nth) : 0;
-    kernel_job job = {fn, dst, malloc(ws ? ws : 1), ws, NULL};
+    kernel_job job = {fn, dst, malloc(ws ? ws : 1), ws, pool};
     double budget = g_quick ? 0.15 : 1.0, best = 1e30, start = now_s();
     int runs = 0;
     do {
         double t0 = now_s();
-        run_on_threads(nth, kernel_task, &job);
+        sdc_threadpool_run(pool, kernel_task, &job);
         double t = now_s() - t0;
         if (t < best) best = t;
         runs++;
@@ -149,10 +129,11 @@ static double measure_peak(int nth) {
 #ifdef HAVE_X86_PEAK
     if (sdc_cpu_isa_supported() < SDC_ISA_AVX2 || sdc_cpu_isa_supported() == SDC_ISA_NEON) return 0;
     peak_job job = {g_quick ? 5000000L : 10000000L, 0};
+    sdc_threadpool *pool = pool_for(nth);
     double best = 1e30;
     for (int r = 0; r < (g_quick ? 5 : 15); r++) {
         double t0 = now_s();
-        run_on_threads(nth, peak_task, &job);
+        sdc_threadpool_run(pool, peak_task, &job);
         double t = now_s() - t0;
         if (t < best) best = t;
     }
@@ -222,6 +203,12 @@ static void bench_gemm(int nth, double peak1, double peakn) {
             snprintf(label, sizeof label, "gemm %s %lldx%lldx%lld", sdc_type_name(types[ti]),
                      (long long)M, (long long)K, (long long)N);
             if (!selected(label)) continue;
+            if (K % sdc_type_get(types[ti])->block_size) {
+                printf("%-6s %-16s %9s (K is not a multiple of the %lld-element block)\n",
+                       sdc_type_name(types[ti]), label + 6 + strlen(sdc_type_name(types[ti])),
+                       "n/a", (long long)sdc_type_get(types[ti])->block_size);
+                continue;
+            }
             sdc_tensor w = {0}, x = {0}, dst = {0};
             w.type = types[ti], w.ne[0] = K, w.ne[1] = N, w.ne[2] = w.ne[3] = 1;
             sdc_tensor_set_contiguous_strides(&w);
@@ -287,8 +274,9 @@ static void bench_attention(int nth, double peak1, double peakn) {
         if (!nonzero) {
             printf("%-16s %9s (kernel produced zeros: not implemented yet)\n", label + 5, "n/a");
         } else {
-            /* the attention kernel may use barriers, which need the pool */
-            double tn = t1;
+            double tn = nth > 1
+                            ? time_kernel(sdc_cpu_attention, sdc_cpu_attention_work_size, &dst, nth)
+                            : t1;
             double g1 = flop / t1 * 1e-9, gn = flop / tn * 1e-9;
             printf("%-16s %9.1f %5.0f%% %9.1f %5.0f%% %7.2fx\n", label + 5, g1,
                    peak1 > 0 ? 100 * g1 / peak1 : 0, gn, peakn > 0 ? 100 * gn / peakn : 0, t1 / tn);
@@ -328,7 +316,7 @@ int main(int argc, char **argv) {
         }
     }
     printf("sdc-bench: ISA %s, %d threads for the multi-threaded column, %d CPUs\n",
-           sdc_isa_name(sdc_cpu_isa()), nth, (int)sysconf(_SC_NPROCESSORS_ONLN));
+           sdc_isa_name(sdc_cpu_isa()), nth, sdc_cpu_count());
     double peak1 = measure_peak(1), peakn = nth > 1 ? measure_peak(nth) : peak1;
     if (peak1 > 0)
         printf("FMA peak (register-only AVX2 FMA loop): 1 thread %.1f GFLOP/s, %d threads %.1f "
@@ -338,5 +326,7 @@ int main(int argc, char **argv) {
         printf("FMA peak: not measured (needs AVX2+FMA); %% columns show 0\n");
     bench_gemm(nth, peak1, peakn);
     bench_attention(nth, peak1, peakn);
+    for (int i = 0; i <= 64; i++)
+        if (g_pools[i]) sdc_threadpool_free(g_pools[i]);
     return 0;
 }
