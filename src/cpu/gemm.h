@@ -31,8 +31,12 @@ typedef float (*sdc_gemm_dot_fn)(const float *a, const float *b, int64_t n);
 /* panel[k * NR + j] = rows[j][k] for k < kc, j < NR. */
 typedef void (*sdc_gemm_transpose_fn)(const float *const *rows, int64_t kc, float *panel);
 
+/* dst[k * MR + i] = rows[i][k] for k < kc, i < MR; may write 8 floats past the end. */
+typedef void (*sdc_gemm_pack_a_fn)(const float *const *rows, int64_t kc, float *dst);
+
 typedef struct sdc_gemm_kernels {
     sdc_gemm_ukernel_fn ukernel;
+    sdc_gemm_pack_a_fn pack_a;
     sdc_gemm_dot_fn dot;
     sdc_gemm_transpose_fn transpose;
     sdc_to_float_fn to_float[SDC_TYPE_COUNT]; /* faster row converters; NULL: the type trait's */

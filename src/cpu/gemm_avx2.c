@@ -8,6 +8,11 @@
 
 static void ukernel_avx2(int64_t kc, const float *a, const float *panel, float *const *c,
                          int load_c) {
+    /* the C tile is read only after the k loop: fetch it now, hidden behind the FMAs */
+    for (int i = 0; i < SDC_GEMM_MR; i++) {
+        _mm_prefetch((const char *)c[i], _MM_HINT_T0);
+        _mm_prefetch((const char *)(c[i] + SDC_GEMM_NR - 1), _MM_HINT_T0);
+    }
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int64_t k = 0; k < kc; k++) {

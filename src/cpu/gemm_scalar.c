@@ -31,7 +31,13 @@ static void transpose_scalar(const float *const *rows, int64_t kc, float *panel)
         for (int j = 0; j < SDC_GEMM_NR; j++) panel[k * SDC_GEMM_NR + j] = rows[j][k];
 }
 
+static void pack_a_scalar(const float *const *rows, int64_t kc, float *dst) {
+    for (int64_t k = 0; k < kc; k++)
+        for (int i = 0; i < SDC_GEMM_MR; i++) dst[k * SDC_GEMM_MR + i] = rows[i][k];
+}
+
 void sdc_gemm_kernels_init_scalar(sdc_gemm_kernels *k) {
+    k->pack_a = pack_a_scalar;
     k->ukernel = ukernel_scalar;
     k->dot = dot_scalar;
     k->transpose = transpose_scalar;

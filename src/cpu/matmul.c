@@ -18,7 +18,7 @@
 #define NR       SDC_GEMM_NR
 #define KC       SDC_GEMM_KC
 #define MC       144 /* activation rows per block: MC x KC floats stay in L2 */
-#define NC       256 /* weight columns packed at once: KC x NC floats (256 KiB) */
+#define NC       256 /* weight columns packed at once: KC x NC floats (256 KiB, in L2) */
 #define MIN_ROWS 8   /* below this, dot products beat packing */
 
 /* Maps a row index of the (merged) activation matrix to its x row and dst row. Rows of
@@ -56,16 +56,12 @@ typedef struct gemm_bufs {
 } gemm_bufs;
 
 /* apack[(i / MR) * kc * MR + k * MR + i % MR] = rows[i][k]; rows past n are zero. */
-static void pack_rows(const float *const *rows, int64_t n, int64_t kc, float *apack) {
+static void pack_rows(const sdc_gemm_kernels *kern, const float *const *rows, int64_t n, int64_t kc,
+                      float *apack) {
     for (int64_t ir = 0; ir < n; ir += MR, apack += kc * MR) {
         int64_t mr = min64(MR, n - ir);
         if (mr == MR) {
-            const float *r0 = rows[ir], *r1 = rows[ir + 1], *r2 = rows[ir + 2];
-            const float *r3 = rows[ir + 3], *r4 = rows[ir + 4], *r5 = rows[ir + 5];
-            for (int64_t k = 0; k < kc; k++) {
-                float *d = apack + k * MR;
-                d[0] = r0[k], d[1] = r1[k], d[2] = r2[k], d[3] = r3[k], d[4] = r4[k], d[5] = r5[k];
-            }
+            kern->pack_a(rows + ir, kc, apack);
         } else {
             for (int64_t k = 0; k < kc; k++)
                 for (int64_t i = 0; i < MR; i++)
@@ -95,7 +91,7 @@ static void gemm_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, i
                     arow[i] += kc0;
                     crow[i] += nc0;
                 }
-                pack_rows(arow, mcl, kcl, buf->apack);
+                pack_rows(kern, arow, mcl, kcl, buf->apack);
                 for (int64_t p = 0; p < np; p++) {
                     const float *panel = buf->bpack + p * kcl * NR;
                     int64_t nr = min64(NR, ncl - p * NR);
@@ -157,7 +153,7 @@ static int64_t pack_cols(int64_t N) {
 static size_t bpack_bytes(int64_t nc) {
     return align_up((size_t)nc * KC * sizeof(float), 64);
 }
-#define APACK_BYTES ((size_t)MC * KC * sizeof(float))
+#define APACK_BYTES ((size_t)MC * KC * sizeof(float) + 64) /* + pack_a's spill */
 #define TMP_BYTES   ((size_t)NR * KC * sizeof(float))
 
 /* Per-thread work area: GEMM buffers, or one dequantised weight row (dot path). */
