@@ -413,6 +413,103 @@ static void test_invalid_utf8(sdc_tokenizer *sp, sdc_tokenizer *hf) {
     sdc_tokens_free(&b);
 }
 
+/* A hand-made 9-piece model with a USER_DEFINED "<sep>" and no charsmap
+ * (tests/fuzz/corpus/fuzz_tokenizer/small_spiece.model). Expected values from sentencepiece
+ * 0.1.97 loading the same file. */
+static void test_small_spiece(void) {
+    sdc_tokenizer *t = NULL;
+    sdc_status st = sdc_tokenizer_load(
+        SDC_SOURCE_DIR "/tests/fuzz/corpus/fuzz_tokenizer/small_spiece.model", &t);
+    CHECK(st == SDC_OK, "small spiece: %s", sdc_last_error());
+    if (st) return;
+    static const char *const texts[3] = {"ab <sep>a", "b<sep><sep>  ba xyz", "<pad>a"};
+    static const int32_t want[3][9] = {
+        {6, 5, 3, 8, 4}, {3, 5, 8, 8, 3, 5, 4, 3, 2}, {3, 2, 4, 2, 4}};
+    static const int nwant[3] = {5, 9, 5};
+    static const char *const last_piece[3] = {"a", "xyz", "a"};
+    for (int i = 0; i < 3; i++) {
+        sdc_tokens out = {0};
+        st = sdc_tokenizer_encode(t, texts[i], strlen(texts[i]),
+                                  SDC_TOK_NO_SPECIAL | SDC_TOK_WANT_PIECES, &out);
+        int ok = st == SDC_OK && ids_equal(&out, want[i], nwant[i]) &&
+                 !strcmp(out.pieces[out.n - 1], last_piece[i]);
+        CHECK(ok, "small spiece \"%s\"", texts[i]);
+        if (!ok) print_ids("got", out.ids, out.n);
+        sdc_tokens_free(&out);
+    }
+    /* T5 convention: control pieces are matched literally, each side encoded alone */
+    sdc_tokens out = {0};
+    static const int32_t want_t5[3] = {0, 6, 1}; /* sp.encode("a") = [6] */
+    st = sdc_tokenizer_encode(t, "<pad>a", 6, SDC_TOK_ADD_SPECIAL, &out);
+    CHECK(st == SDC_OK && ids_equal(&out, want_t5, 3), "small spiece <pad>a -> 0 6 1");
+    sdc_tokens_free(&out);
+    sdc_tokenizer_free(t);
+    printf("small spiece (user-defined piece, no charsmap) checked\n");
+}
+
+/* The newer transformers converter layout (README: same ids on every case):
+ * normalizer Sequence[Precompiled, Strip(right), Replace(" {2,}" -> "▁")], pre-tokenizer a
+ * single Metaspace; also the legacy Metaspace spelling add_prefix_space. */
+static sdc_tokenizer *variant(const char *json, int newer) {
+    cJSON *root = cJSON_Parse(json);
+    cJSON *norm = cJSON_DetachItemFromObject(root, "normalizer");
+    if (newer) {
+        cJSON *seq = cJSON_CreateObject();
+        cJSON_AddStringToObject(seq, "type", "Sequence");
+        cJSON *list = cJSON_AddArrayToObject(seq, "normalizers");
+        cJSON_AddItemToArray(list, norm);
+        cJSON *strip = cJSON_CreateObject();
+        cJSON_AddStringToObject(strip, "type", "Strip");
+        cJSON_AddFalseToObject(strip, "strip_left");
+        cJSON_AddTrueToObject(strip, "strip_right");
+        cJSON_AddItemToArray(list, strip);
+        cJSON *rep = cJSON_CreateObject();
+        cJSON_AddStringToObject(rep, "type", "Replace");
+        cJSON *pat = cJSON_AddObjectToObject(rep, "pattern");
+        cJSON_AddStringToObject(pat, "Regex", " {2,}");
+        cJSON_AddStringToObject(rep, "content", "\xE2\x96\x81");
+        cJSON_AddItemToArray(list, rep);
+        cJSON_AddItemToObject(root, "normalizer", seq);
+        cJSON *pre = cJSON_CreateObject();
+        cJSON_AddStringToObject(pre, "type", "Metaspace");
+        cJSON_AddStringToObject(pre, "replacement", "\xE2\x96\x81");
+        cJSON_AddStringToObject(pre, "prepend_scheme", "always");
+        cJSON_AddTrueToObject(pre, "split");
+        cJSON_ReplaceItemInObject(root, "pre_tokenizer", pre);
+    } else {
+        cJSON_AddItemToObject(root, "normalizer", norm);
+        cJSON *pre = cJSON_GetObjectItem(root, "pre_tokenizer");
+        cJSON *meta = cJSON_GetArrayItem(cJSON_GetObjectItem(pre, "pretokenizers"), 1);
+        cJSON_DeleteItemFromObject(meta, "prepend_scheme");
+        cJSON_DeleteItemFromObject(meta, "split");
+        cJSON_AddTrueToObject(meta, "add_prefix_space");
+    }
+    char *text = cJSON_PrintUnformatted(root);
+    sdc_tokenizer *t = NULL;
+    if (sdc_tokenizer_load_json(text, strlen(text), newer ? "newer" : "legacy", &t))
+        fprintf(stderr, "variant: %s\n", sdc_last_error());
+    free(text);
+    cJSON_Delete(root);
+    return t;
+}
+
+static void test_layouts(const char *json) {
+    sdc_tokenizer *newer = variant(json, 1), *legacy = variant(json, 0);
+    CHECK(newer && legacy, "layout variants load");
+    if (!newer || !legacy) return;
+    char *text = slurp(GOLDEN("tokenizer/cases.json"), NULL);
+    cJSON *root = cJSON_Parse(text);
+    printf("converter layouts\n");
+    run_cases("newer layout (Strip+Replace, Metaspace)", newer, cJSON_GetObjectItem(root, "cases"),
+              0, 1, 0, 1);
+    run_cases("legacy Metaspace add_prefix_space", legacy, cJSON_GetObjectItem(root, "cases"), 0, 1,
+              0, 1);
+    cJSON_Delete(root);
+    free(text);
+    sdc_tokenizer_free(newer);
+    sdc_tokenizer_free(legacy);
+}
+
 int main(void) {
     size_t size;
     char *json = slurp(GOLDEN("tokenizer/tokenizer.json"), &size);
@@ -440,6 +537,8 @@ int main(void) {
     test_cases(GOLDEN("tokenizer/cases.json"), sp, hf, arr);
     test_cases(SDC_SOURCE_DIR "/tests/data/tokenizer_extra_cases.json", sp, hf, arr);
     test_sdcpp_compat();
+    test_small_spiece();
+    test_layouts(json);
     test_t5_padding(hf, sp);
     test_finder();
     test_hostile();
