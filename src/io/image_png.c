@@ -3,6 +3,7 @@
  * message into an sdc_status with the file name. */
 #include <errno.h>
 #include <png.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +148,10 @@ static int decode_png(png_structp png, png_infop info, mem_reader *r, png_decode
     if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
     if (depth == 16) png_set_strip_16(png);
-    if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+    /* a tRNS chunk turns into an alpha channel during expansion: drop it like real alpha */
+    bool trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+    if (trns) png_set_tRNS_to_alpha(png);
+    if ((color & PNG_COLOR_MASK_ALPHA) || trns) png_set_strip_alpha(png);
     if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA)
         png_set_gray_to_rgb(png);
     if (interlace != PNG_INTERLACE_NONE) png_set_interlace_handling(png);
@@ -200,6 +204,9 @@ sdc_status sdc_png_read_memory(const void *data, size_t size, const char *label,
 }
 
 sdc_status sdc_png_read(const char *path, uint8_t **rgb, int *w, int *h) {
+    if (!rgb || !w || !h) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: null output pointer");
+    *rgb = NULL;
+    *w = *h = 0;
     if (!path || !*path) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: empty path");
     FILE *f = fopen(path, "rb");
     if (!f) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
