@@ -7,7 +7,9 @@ int64_t sdc_tensor_nelements(const sdc_tensor *t) {
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
-int64_t sdc_tensor_nrows(const sdc_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+int64_t sdc_tensor_nrows(const sdc_tensor *t) {
+    return t->ne[1] * t->ne[2] * t->ne[3];
+}
 
 size_t sdc_tensor_nbytes(const sdc_tensor *t) {
     const sdc_type_traits *tr = sdc_type_get(t->type);
