@@ -168,7 +168,36 @@ static void test_std_default(void) {
     printf("%-44s %3d values, %3d bit-identical\n", "std_default vs libstdc++", total, exact);
 }
 
+/* --sampler-rng: a shared stream continues after the initial noise; a distinct
+ * sampler generator starts its own stream from the same seed. */
+static void test_pair(void) {
+    float a[300], b[300], c[300];
+    sdc_rng_pair pr;
+    sdc_rng *solo;
+    CHECK(sdc_rng_pair_create(SDC_RNG_CUDA, -1, 42, &pr) == SDC_OK && pr.init == pr.sampler,
+          "shared pair");
+    sdc_rng_create(SDC_RNG_CUDA, 42, &solo);
+    sdc_rng_randn(pr.init, a, 256);
+    sdc_rng_randn(pr.sampler, a, 256);
+    sdc_rng_randn(solo, b, 256);
+    sdc_rng_randn(solo, b, 256);
+    CHECK(memcmp(a, b, sizeof(float) * 256) == 0, "shared sampler stream does not continue");
+    sdc_rng_pair_free(&pr);
+    sdc_rng_free(solo);
+    CHECK(sdc_rng_pair_create(SDC_RNG_CUDA, SDC_RNG_CPU, 42, &pr) == SDC_OK &&
+              pr.init != pr.sampler,
+          "distinct pair");
+    sdc_rng_create(SDC_RNG_CPU, 42, &solo);
+    sdc_rng_randn(pr.init, a, 256);
+    sdc_rng_randn(pr.sampler, c, 256);
+    sdc_rng_randn(solo, b, 256);
+    CHECK(memcmp(c, b, sizeof(float) * 256) == 0, "sampler rng is not a fresh cpu stream");
+    sdc_rng_pair_free(&pr);
+    sdc_rng_free(solo);
+}
+
 int main(void) {
+    test_pair();
     test_std_default();
     test_names();
     test_seed_width();
