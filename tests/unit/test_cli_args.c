@@ -256,6 +256,10 @@ static void test_output_names(void) {
     check_name("100%%_%d.png", -1, 1, 2, "100%_1.png");
     check_name("100%%.png", -1, 1, 2, "100%%_1.png"); /* no specifier: kept as typed */
     check_name("a%s.png", -1, 0, 2, "a%s_0.png");
+    /* widest specifiers (3 digits); a 4-digit width is left as typed */
+    char want[2100];
+    snprintf(want, sizeof want, "%999d_%099d_%%0999d.png", 42, 42);
+    check_name("%999d_%099d_%0999d.png", 42, 0, 1, want); /* 4 digits: not a specifier */
 }
 
 /* bar = 40 cells: `filled` '=' then '>' (unless full) then spaces */
