@@ -1,0 +1,141 @@
+/* 2-D convolution as an implicit GEMM over bounded tiles:
+ *   out[co][p] = bias[co] + sum_k w[co][k] * col[p][k],  k = (kw, kh, ci) of one group,
+ * where col is built per tile of CONV_PT output pixels x CONV_KC values of k (im2col on
+ * the fly) and w is dequantised per panel of CONV_MC output channels x CONV_KC. Each
+ * thread owns a range of pixel tiles, so it dequantises each panel once per range
+ * and never shares output. Scratch per thread: (CONV_MC + CONV_PT) * CONV_KC floats. */
+#include <string.h>
+
+#include "cpu/gemm.h"
+#include "cpu/ops_util.h"
+
+#define CONV_PT 128 /* output pixels per im2col tile */
+#define CONV_KC 256 /* reduction slice: a multiple of every quant block size */
+#define CONV_MC 256 /* output channels per weight panel */
+
+typedef struct conv_geom {
+    int64_t iw, ih, cin, n, kw, kh, cout, ow, oh, cin_g, cout_g, kdim, npix, ntiles;
+    int sx, sy, px, py, dx, dy, groups;
+} conv_geom;
+
+static conv_geom get_geom(const sdc_tensor *dst) {
+    const sdc_tensor *x = dst->src[0], *w = dst->src[1];
+    const int32_t *pi = dst->params.i;
+    conv_geom c = {
+        .iw = x->ne[0],
+        .ih = x->ne[1],
+        .cin = x->ne[2],
+        .n = x->ne[3],
+        .kw = w->ne[0],
+        .kh = w->ne[1],
+        .cout = w->ne[3],
+        .ow = dst->ne[0],
+        .oh = dst->ne[1],
+        .sx = pi[0],
+        .sy = pi[1],
+        .px = pi[2],
+        .py = pi[3],
+        .dx = pi[4],
+        .dy = pi[5],
+        .groups = pi[6],
+    };
+    c.cin_g = c.cin / c.groups, c.cout_g = c.cout / c.groups;
+    c.kdim = c.kw * c.kh * c.cin_g;
+    c.npix = c.ow * c.oh;
+    c.ntiles = (c.npix + CONV_PT - 1) / CONV_PT;
+    return c;
+}
+
+static size_t thread_floats(void) {
+    return (size_t)(CONV_MC + CONV_PT) * CONV_KC;
+}
+
+size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) {
+    return (thread_floats() * sizeof(float) + 64) * (size_t)nth;
+}
+
+/* col[p][kk] for pixels [p0, p0+np) and k in [k0, k0+kc) of group g, batch n. */
+static void im2col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t g, int64_t p0,
+                        int64_t np, int64_t k0, int64_t kc, float *col) {
+    const int64_t khw = c->kw * c->kh;
+    const size_t xs0 = x->nb[0];
+    for (int64_t pp = 0; pp < np; pp++) {
+        const int64_t p = p0 + pp, oy = p / c->ow, ox = p % c->ow;
+        const int64_t iy0 = oy * c->sy - c->py, ix0 = ox * c->sx - c->px;
+        float *row = col + pp * CONV_KC;
+        int64_t ci = k0 / khw, r = k0 % khw, ky = r / c->kw, kx = r % c->kw, kk = 0;
+        while (kk < kc) {
+            const int64_t iy = iy0 + ky * c->dy;
+            const char *xrow =
+                iy >= 0 && iy < c->ih ? sdc_row_ptr(x, iy, g * c->cin_g + ci, n) : NULL;
+            for (; kx < c->kw && kk < kc; kx++, kk++) {
+                const int64_t ix = ix0 + kx * c->dx;
+                row[kk] = xrow && ix >= 0 && ix < c->iw ? *(const float *)(xrow + ix * xs0) : 0.0f;
+            }
+            if (kx == c->kw) {
+                kx = 0;
+                if (++ky == c->kh) ky = 0, ci++;
+            }
+        }
+    }
+}
+
+/* Pointer to a weight panel rows [co0, co0+mc) x k [k0, k0+kc) as F32 with its row
+ * stride; converts into `panel` unless the weights are F32 already. */
+static const float *weight_panel(const sdc_tensor *w, const conv_geom *c, int64_t co0, int64_t mc,
+                                 int64_t k0, int64_t kc, float *panel, int64_t *ld) {
+    if (w->type == SDC_TYPE_F32) {
+        *ld = c->kdim;
+        return (const float *)w->data + co0 * c->kdim + k0;
+    }
+    const sdc_type_traits *tr = sdc_type_get(w->type);
+    const size_t row_bytes = sdc_type_row_bytes(w->type, c->kdim);
+    for (int64_t i = 0; i < mc; i++) {
+        const char *src = (const char *)w->data + (size_t)(co0 + i) * row_bytes +
+                          (size_t)(k0 / tr->block_size) * tr->block_bytes;
+        tr->to_float(src, panel + i * CONV_KC, kc);
+    }
+    *ld = CONV_KC;
+    return panel;
+}
+
+void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
+    const sdc_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
+    const conv_geom c = get_geom(dst);
+    uintptr_t base =
+        (uintptr_t)p->wdata + (uintptr_t)p->ith * (thread_floats() * sizeof(float) + 64);
+    float *panel = (float *)((base + 63) & ~(uintptr_t)63);
+    float *col = panel + (size_t)CONV_MC * CONV_KC;
+    const int64_t plane = (int64_t)(dst->nb[2] / sizeof(float));
+
+    int64_t lo, hi;
+    sdc_cpu_split(c.n * c.groups * c.ntiles, p->ith, p->nth, &lo, &hi);
+    /* walk this thread's range in segments of one (batch, group) */
+    for (int64_t u = lo; u < hi;) {
+        const int64_t ng = u / c.ntiles, n = ng / c.groups, g = ng % c.groups;
+        const int64_t t0 = u % c.ntiles,
+                      t1 = hi - ng * c.ntiles < c.ntiles ? hi - ng * c.ntiles : c.ntiles;
+        u = ng * c.ntiles + t1;
+        const int64_t pix0 = t0 * CONV_PT, pix1 = t1 * CONV_PT < c.npix ? t1 * CONV_PT : c.npix;
+        for (int64_t co = g * c.cout_g; co < (g + 1) * c.cout_g; co++) {
+            float *out = (float *)sdc_row_ptr(dst, 0, co, n) + pix0;
+            const float b = bias ? ((const float *)bias->data)[co] : 0.0f;
+            for (int64_t i = 0; i < pix1 - pix0; i++) out[i] = b;
+        }
+        for (int64_t m0 = 0; m0 < c.cout_g; m0 += CONV_MC) {
+            const int64_t mc = c.cout_g - m0 < CONV_MC ? c.cout_g - m0 : CONV_MC;
+            const int64_t co0 = g * c.cout_g + m0;
+            for (int64_t k0 = 0; k0 < c.kdim; k0 += CONV_KC) {
+                const int64_t kc = c.kdim - k0 < CONV_KC ? c.kdim - k0 : CONV_KC;
+                int64_t lda;
+                const float *A = weight_panel(w, &c, co0, mc, k0, kc, panel, &lda);
+                for (int64_t q0 = pix0; q0 < pix1; q0 += CONV_PT) {
+                    const int64_t np = pix1 - q0 < CONV_PT ? pix1 - q0 : CONV_PT;
+                    im2col_tile(x, &c, n, g, q0, np, k0, kc, col);
+                    float *C = (float *)sdc_row_ptr(dst, 0, co0, n) + q0;
+                    sdc_gemm_f32_nt(mc, np, kc, A, lda, col, CONV_KC, C, plane, true);
+                }
+            }
+        }
+    }
+}
