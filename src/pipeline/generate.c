@@ -182,8 +182,7 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         s = sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
         goto done;
     }
-    for (int i = 0; i < p->steps; i++) sigmas[i] = 1.0f - (float)i / (float)p->steps;
-    sigmas[p->steps] = 0.0f;
+    sdc_minit2i_sigmas(p->steps, sigmas);
 
     int64_t base_seed = p->seed < 0 ? (int64_t)random_seed() : p->seed;
     float *x = xbuf, *noise = xbuf + n, *batch_x = xbuf + 2 * n;
