@@ -52,6 +52,7 @@ static sdc_tensor *new_tensor(sdc_graph *g) {
         g->chunks = c;
     }
     sdc_tensor *t = &g->chunks->tensors[g->chunks->used++];
+    t->graph = g;
     t->index = -1;
     t->plan_offset = -1;
     t->last_use = -1;
@@ -269,7 +270,8 @@ sdc_status sdc_graph_plan(sdc_graph *g, size_t alignment, sdc_work_size_fn work_
             sdc_tensor *src = t->src[s];
             if (!src) continue;
             sdc_tensor *owner = src->view_src ? src->view_src : src;
-            if (owner->last_use < i) owner->last_use = i;
+            /* weights and other graphs' tensors are never planned nor written here */
+            if (owner->graph == g && owner->last_use < i) owner->last_use = i;
         }
         /* a view keeps its owner alive as long as the view itself is used; handled by the
          * loop above via view_src when the view is read */
@@ -277,10 +279,15 @@ sdc_status sdc_graph_plan(sdc_graph *g, size_t alignment, sdc_work_size_fn work_
     /* readers of views extend the owner's life to their own last use (views of views) */
     for (int i = n - 1; i >= 0; i--) {
         sdc_tensor *t = g->nodes[i];
-        if (t->op == SDC_OP_VIEW && t->view_src && t->last_use > t->view_src->last_use)
+        if (t->op == SDC_OP_VIEW && t->view_src && t->view_src->graph == g &&
+            t->last_use > t->view_src->last_use)
             t->view_src->last_use = t->last_use;
     }
 
+    /* SDC_PLAN_NO_REUSE=1 gives every tensor its own memory: a debugging aid that
+     * tells planner bugs from kernel bugs */
+    const char *no_reuse_env = getenv("SDC_PLAN_NO_REUSE");
+    bool no_reuse = no_reuse_env && *no_reuse_env == '1';
     free_list fl = {0};
     /* inputs first: alive for the whole run (the caller fills them before compute) */
     for (int i = 0; i < g->n_inputs; i++) {
@@ -303,11 +310,13 @@ sdc_status sdc_graph_plan(sdc_graph *g, size_t alignment, sdc_work_size_fn work_
             st.naive_bytes += sz;
         }
         /* release sources whose last reader is this node (never outputs or inputs) */
-        for (int s = 0; s < SDC_MAX_SRC; s++) {
+        for (int s = 0; s < SDC_MAX_SRC && !no_reuse; s++) {
             sdc_tensor *src = t->src[s];
             if (!src) continue;
             sdc_tensor *owner = src->view_src ? src->view_src : src;
-            if (owner->last_use != i || owner->index < 0 || owner->plan_offset < 0) continue;
+            if (owner->graph != g || owner->last_use != i || owner->index < 0 ||
+                owner->plan_offset < 0)
+                continue;
             if (owner->flags & (SDC_TENSOR_OUTPUT | SDC_TENSOR_INPUT)) continue;
             if (!fl_free(&fl, (size_t)owner->plan_offset, planned_size(owner, alignment))) {
                 free(fl.s);
@@ -316,7 +325,7 @@ sdc_status sdc_graph_plan(sdc_graph *g, size_t alignment, sdc_work_size_fn work_
             owner->last_use = -2; /* freed: do not free twice if read twice by this node */
         }
         /* a node nobody reads (and not an output) is dead right away */
-        if (needs_memory(t) && t->last_use == -1 && !(t->flags & SDC_TENSOR_OUTPUT)) {
+        if (needs_memory(t) && t->last_use == -1 && !(t->flags & SDC_TENSOR_OUTPUT) && !no_reuse) {
             fl_free(&fl, (size_t)t->plan_offset, planned_size(t, alignment));
             t->last_use = -2;
         }

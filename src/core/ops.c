@@ -264,6 +264,9 @@ static sdc_tensor *unary(sdc_graph *g, sdc_op op, sdc_tensor *a, float f0, float
 sdc_tensor *sdc_scale(sdc_graph *g, sdc_tensor *a, float s, float bias) {
     return unary(g, SDC_OP_SCALE, a, s, bias);
 }
+sdc_tensor *sdc_gelu_f16(sdc_graph *g, sdc_tensor *a) {
+    return unary(g, SDC_OP_GELU_F16, a, 0, 0);
+}
 sdc_tensor *sdc_gelu(sdc_graph *g, sdc_tensor *a) {
     return unary(g, SDC_OP_GELU, a, 0, 0);
 }

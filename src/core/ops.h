@@ -36,6 +36,9 @@ sdc_tensor *sdc_div(sdc_graph *g, sdc_tensor *a, sdc_tensor *b);
 sdc_tensor *sdc_scale(sdc_graph *g, sdc_tensor *a, float s, float bias); /* a*s + bias */
 sdc_tensor *sdc_gelu(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_gelu_erf(sdc_graph *g, sdc_tensor *a);
+/* GELU as sd.cpp's ggml computes it: f16(gelu(f16(x))) for -10 < x < 10, 0 below, x above.
+ * Models use it where matching sd.cpp's outputs closely matters (T5). */
+sdc_tensor *sdc_gelu_f16(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_silu(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_relu(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_sigmoid(sdc_graph *g, sdc_tensor *a);

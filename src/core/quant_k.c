@@ -24,8 +24,12 @@ static void pack_2bit_planes(const uint8_t *L, uint8_t *qs) {
                 (uint8_t)(L[h + l] | L[h + l + 32] << 2 | L[h + l + 64] << 4 | L[h + l + 96] << 6);
 }
 
-static inline int plane2_at(const uint8_t *qs, int e) {
-    return (qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+/* Group j (16 elements, e = 16j..16j+15) of a 2-bit plane layout: its bytes and shift. */
+static inline const uint8_t *group2_bytes(const uint8_t *qs, int j) {
+    return qs + 32 * (j / 8) + 16 * (j % 2);
+}
+static inline int group2_shift(int j) {
+    return 2 * ((j % 8) / 2);
 }
 
 /* q3_K: sixteen 6-bit scales; low nibbles in bytes 0-7 (scale j and j+8 share byte j%8),
@@ -164,7 +168,9 @@ void sdc_dequant_q2_K(const void *src, float *dst, int64_t n) {
         for (int j = 0; j < 16; j++, dst += 16) {
             const float dl = d * (float)(x[b].scales[j] & 0xF);
             const float ml = dmin * (float)(x[b].scales[j] >> 4);
-            for (int i = 0; i < 16; i++) dst[i] = dl * (float)plane2_at(x[b].qs, 16 * j + i) - ml;
+            const uint8_t *q = group2_bytes(x[b].qs, j);
+            const int shift = group2_shift(j);
+            for (int i = 0; i < 16; i++) dst[i] = dl * (float)((q[i] >> shift) & 3) - ml;
         }
     }
 }
@@ -277,10 +283,12 @@ void sdc_dequant_q3_K(const void *src, float *dst, int64_t n) {
         const float d = sdc_fp16_to_f32(x[b].d);
         for (int j = 0; j < 16; j++, dst += 16) {
             const float dl = d * (float)q3_scale_get(x[b].scales, j);
+            const uint8_t *q = group2_bytes(x[b].qs, j);
+            const uint8_t *hm = x[b].hmask + 16 * (j % 2);
+            const int shift = group2_shift(j), hbit = j / 2;
             for (int i = 0; i < 16; i++) {
-                int e = 16 * j + i;
-                int high = (x[b].hmask[e % 32] >> (e / 32)) & 1;
-                dst[i] = dl * (float)(plane2_at(x[b].qs, e) - (high ? 0 : 4));
+                int low = (q[i] >> shift) & 3;
+                dst[i] = dl * (float)(low - ((hm[i] >> hbit) & 1 ? 0 : 4));
             }
         }
     }
@@ -477,14 +485,19 @@ void sdc_dequant_q6_K(const void *src, float *dst, int64_t n) {
     const sdc_block_q6_K *x = src;
     for (int64_t b = 0; b < n / QK_K; b++) {
         const float d = sdc_fp16_to_f32(x[b].d);
-        for (int e = 0; e < QK_K; e++) {
-            const int h = e / 128, r = e % 128, part = r / 32, l = r % 32;
-            const uint8_t qlb = x[b].ql[64 * h + 32 * (part & 1) + l];
-            const int low = part < 2 ? qlb & 0xF : qlb >> 4;
-            const int high = (x[b].qh[32 * h + l] >> (2 * part)) & 3;
-            dst[e] = d * (float)x[b].scales[e / 16] * (float)((low | high << 4) - 32);
+        for (int h = 0; h < 2; h++, dst += 128) {
+            const uint8_t *ql = x[b].ql + 64 * h, *qh = x[b].qh + 32 * h;
+            const int8_t *sc = x[b].scales + 8 * h;
+            /* Part p (32 elements) takes nibble p/2 of ql[32*(p%2) + l], bits 2p of qh[l]. */
+            for (int p = 0; p < 4; p++) {
+                const uint8_t *qlp = ql + 32 * (p % 2);
+                const int shift = 4 * (p / 2);
+                for (int l = 0; l < 32; l++) {
+                    int q = ((qlp[l] >> shift) & 0xF) | ((qh[l] >> (2 * p)) & 3) << 4;
+                    dst[32 * p + l] = d * (float)sc[2 * p + l / 16] * (float)(q - 32);
+                }
+            }
         }
-        dst += QK_K;
     }
 }
 

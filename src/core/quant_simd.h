@@ -1,4 +1,4 @@
-/* Fast dequantisers (src/core/quant_*_avx2.c), chosen at run time. They give the
+/* Fast dequantisers (src/core/quant_avx2.c), chosen at run time. They give the
  * same floats as the scalar code: the same products, never fused. Private to src/core. */
 #ifndef SDC_CORE_QUANT_SIMD_H
 #define SDC_CORE_QUANT_SIMD_H
@@ -7,7 +7,7 @@
 
 #include "cpu/cpu_features.h"
 
-#if defined(SDC_HAVE_X86) && defined(SDC_QUANT_AVX2_READY)
+#if defined(SDC_HAVE_X86)
 void sdc_dequant_q4_0_avx2(const void *src, float *dst, int64_t n);
 void sdc_dequant_q8_0_avx2(const void *src, float *dst, int64_t n);
 void sdc_dequant_q4_K_avx2(const void *src, float *dst, int64_t n);

@@ -47,6 +47,7 @@ typedef enum sdc_op {
     SDC_OP_GET_ROWS, /* rows of src[0] (ne=[D,V]) picked by I32 ids src[1] (ne=[n,b]) -> [D,n,b] */
     SDC_OP_TIMESTEP_EMBED, /* t (F32 [n]) -> [dim, n]; i[0]=dim i[1]=max_period; f[2]=flip (cos
                               first) */
+    SDC_OP_GELU_F16,       /* tanh GELU through an F16 table, as ggml's CPU backend evaluates it */
     SDC_OP_COUNT
 } sdc_op;
 
@@ -71,7 +72,8 @@ typedef struct sdc_tensor {
     struct sdc_tensor *view_src; /* for views: the tensor that owns the memory */
     size_t view_offset;          /* bytes from view_src->data */
     int flags;
-    int index; /* position in its graph's node list, -1 for leaves */
+    int index;               /* position in its graph's node list, -1 for leaves */
+    struct sdc_graph *graph; /* the graph that created it; NULL for weights */
 
     /* planner results */
     int64_t plan_offset; /* byte offset in the scratch buffer, -1 if not planned */

@@ -36,7 +36,7 @@ static attn_layout get_layout(const attn_dims *a, bool has_mask) {
     attn_layout L;
     size_t off = 0;
 #define PART(name, n) (L.name = off, off += (size_t)round_up((int64_t)(n), 16))
-    PART(kt, a->d * a->lkp);
+    PART(kt, a->d * round_up(a->lkp, SDC_ATTN_BK));
     PART(v, a->lkp * a->dvp);
     PART(q, SDC_ATTN_BQ * a->d);
     PART(s, SDC_ATTN_BQ * SDC_ATTN_BK);
@@ -55,19 +55,21 @@ size_t sdc_cpu_attention_work_size(const sdc_tensor *dst, int nth) {
     return (L.total * sizeof(float) + 64) * (size_t)nth;
 }
 
-/* Keys of head (hk, b) transposed to kt[d][lkp]; values to v[lkp][dvp]; zero padding. */
+/* Keys of head (hk, b) transposed into [d][BK] panels per key block; values to
+ * v[lkp][dvp]; zero padding. */
 static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a, int64_t hk,
                     int64_t b, float *kt, float *vf) {
-    memset(kt, 0, sizeof(float) * (size_t)(a->d * a->lkp));
+    memset(kt, 0, sizeof(float) * (size_t)(a->d * round_up(a->lkp, SDC_ATTN_BK)));
     memset(vf, 0, sizeof(float) * (size_t)(a->lkp * a->dvp));
     for (int64_t j = 0; j < a->lk; j++) {
         const char *kr = sdc_row_ptr(k, j, hk, b);
+        float *kp = kt + (j / SDC_ATTN_BK) * a->d * SDC_ATTN_BK + j % SDC_ATTN_BK;
         if (k->type == SDC_TYPE_F32 && k->nb[0] == sizeof(float)) {
             const float *kf = (const float *)kr;
-            for (int64_t d = 0; d < a->d; d++) kt[d * a->lkp + j] = kf[d];
+            for (int64_t d = 0; d < a->d; d++) kp[d * SDC_ATTN_BK] = kf[d];
         } else {
             for (int64_t d = 0; d < a->d; d++)
-                kt[d * a->lkp + j] = sdc_load_elem(k->type, kr + d * k->nb[0]);
+                kp[d * SDC_ATTN_BK] = sdc_load_elem(k->type, kr + d * k->nb[0]);
         }
         const char *vr = sdc_row_ptr(v, j, hk, b);
         float *vo = vf + j * a->dvp;
@@ -196,7 +198,7 @@ void sdc_attn_block_scalar(const sdc_attn_block *b) {
             const float *qi = b->q + i * b->d;
             for (int64_t j = 0; j < nk; j++) s[j] = 0;
             for (int64_t d = 0; d < b->d; d++) {
-                const float *kr = b->kt + d * b->lkp + kb;
+                const float *kr = b->kt + (kb * b->d + d * SDC_ATTN_BK);
                 for (int64_t j = 0; j < nk; j++) s[j] += qi[d] * kr[j];
             }
             const float c = softmax_update(

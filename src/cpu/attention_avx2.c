@@ -81,7 +81,8 @@ static float softmax_update_avx2(float *s, int64_t nk, int64_t valid, const floa
         _mm256_storeu_ps(s + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
-    const float c = expf(*m - mnew);
+    /* the vector exp also maps a first -inf running max to 0; libm expf is slower */
+    const float c = _mm256_cvtss_f32(sdc_exp256(_mm256_set1_ps(*m - mnew)));
     *l = *l * c + sdc_hsum256(vsum);
     *m = mnew;
     return c;
@@ -94,7 +95,8 @@ void sdc_attn_block_avx2(const sdc_attn_block *b) {
     }
     for (int64_t kb = 0; kb < b->lk; kb += SDC_ATTN_BK) {
         const int64_t nk = b->lkp - kb < SDC_ATTN_BK ? b->lkp - kb : SDC_ATTN_BK;
-        gemm_nn(b->nq, nk, b->d, b->q, b->d, b->kt + kb, b->lkp, b->s, SDC_ATTN_BK, false);
+        gemm_nn(b->nq, nk, b->d, b->q, b->d, b->kt + kb * b->d, SDC_ATTN_BK, b->s, SDC_ATTN_BK,
+                false);
         for (int64_t i = 0; i < b->nq; i++) {
             const float c =
                 softmax_update_avx2(b->s + i * SDC_ATTN_BK, nk, b->lk - kb,

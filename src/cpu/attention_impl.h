@@ -6,14 +6,14 @@
 
 #include <stdint.h>
 
-#define SDC_ATTN_BQ 48 /* query rows per block (a multiple of the 6-row micro-kernel) */
-#define SDC_ATTN_BK 64 /* keys per score tile (a multiple of 16) */
+#define SDC_ATTN_BQ 48  /* query rows per block (a multiple of the 6-row micro-kernel) */
+#define SDC_ATTN_BK 128 /* keys per score tile (a multiple of 16) */
 
 typedef struct sdc_attn_block {
     int64_t nq;        /* query rows to compute, padded (rows beyond the real ones are zero) */
     int64_t d, dv;     /* head dims of q/k and of v */
     int64_t dvp;       /* dv padded to a multiple of 16 (row stride of v and o) */
-    int64_t lk, lkp;   /* keys, and keys padded to a multiple of 16 (row stride of kt, mask) */
+    int64_t lk, lkp;   /* keys, and keys padded to a multiple of 16 (row stride of mask) */
     const float *q;    /* [nq][d], already multiplied by the scale */
     const float *kt;   /* [d][lkp]: keys transposed, zero padded */
     const float *v;    /* [lkp][dvp]: zero padded */

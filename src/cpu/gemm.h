@@ -18,20 +18,25 @@ void sdc_gemm_f32_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t ld
 /* ---- internals shared by matmul.c, gemm_pack.c and the gemm_<isa>.c kernels ----
  * The weight ("B", n rows over k) is packed into panels of SDC_GEMM_NR columns:
  * panel[k * NR + j] = B[j][k], dequantised to F32. A micro-kernel multiplies MR rows
- * of the activations ("A", read in place through row pointers) by one panel. */
+ * of the activations ("A", packed per block as [k][MR]) by one panel. */
 #define SDC_GEMM_MR 6
 #define SDC_GEMM_NR 16
 #define SDC_GEMM_KC 256 /* k block: a multiple of every quant block size */
 
-/* c[i][0..NR) (+)= sum_k a[i][k] * panel[k][0..NR) for i < MR; load_c adds to c. */
-typedef void (*sdc_gemm_ukernel_fn)(int64_t kc, const float *const *a, const float *panel,
-                                    float *const *c, int load_c);
+/* c[i][0..NR) (+)= sum_k a[k * MR + i] * panel[k * NR + j] for i < MR; load_c adds to c.
+ * a is a packed micro-panel of MR activation rows. */
+typedef void (*sdc_gemm_ukernel_fn)(int64_t kc, const float *a, const float *panel, float *const *c,
+                                    int load_c);
 typedef float (*sdc_gemm_dot_fn)(const float *a, const float *b, int64_t n);
 /* panel[k * NR + j] = rows[j][k] for k < kc, j < NR. */
 typedef void (*sdc_gemm_transpose_fn)(const float *const *rows, int64_t kc, float *panel);
 
+/* dst[k * MR + i] = rows[i][k] for k < kc, i < MR; may write 8 floats past the end. */
+typedef void (*sdc_gemm_pack_a_fn)(const float *const *rows, int64_t kc, float *dst);
+
 typedef struct sdc_gemm_kernels {
     sdc_gemm_ukernel_fn ukernel;
+    sdc_gemm_pack_a_fn pack_a;
     sdc_gemm_dot_fn dot;
     sdc_gemm_transpose_fn transpose;
     sdc_to_float_fn to_float[SDC_TYPE_COUNT]; /* faster row converters; NULL: the type trait's */

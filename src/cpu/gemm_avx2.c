@@ -6,16 +6,20 @@
 
 #define NR SDC_GEMM_NR
 
-static void ukernel_avx2(int64_t kc, const float *const *a, const float *panel, float *const *c,
+static void ukernel_avx2(int64_t kc, const float *a, const float *panel, float *const *c,
                          int load_c) {
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    /* the C tile is read only after the k loop: fetch it now, hidden behind the FMAs */
+    for (int i = 0; i < SDC_GEMM_MR; i++) {
+        _mm_prefetch((const char *)c[i], _MM_HINT_T0);
+        _mm_prefetch((const char *)(c[i] + SDC_GEMM_NR - 1), _MM_HINT_T0);
+    }
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int64_t k = 0; k < kc; k++) {
         __m256 b0 = _mm256_load_ps(panel + k * NR), b1 = _mm256_load_ps(panel + k * NR + 8);
         __m256 t;
 #define ROW(i)                                                                                     \
-    t = _mm256_broadcast_ss(a##i + k);                                                             \
+    t = _mm256_broadcast_ss(a + k * SDC_GEMM_MR + i);                                              \
     c##i##0 = _mm256_fmadd_ps(t, b0, c##i##0);                                                     \
     c##i##1 = _mm256_fmadd_ps(t, b1, c##i##1);
         ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)

@@ -1,14 +1,14 @@
 /* Portable micro-kernels: the reference path every SIMD level is tested against. */
 #include "cpu/gemm.h"
 
-static void ukernel_scalar(int64_t kc, const float *const *a, const float *panel, float *const *c,
+static void ukernel_scalar(int64_t kc, const float *a, const float *panel, float *const *c,
                            int load_c) {
     enum { MR = SDC_GEMM_MR, NR = SDC_GEMM_NR };
     float acc[MR][NR] = {{0}};
     for (int64_t k = 0; k < kc; k++) {
         const float *b = panel + k * NR;
         for (int i = 0; i < MR; i++) {
-            float av = a[i][k];
+            float av = a[k * MR + i];
             for (int j = 0; j < NR; j++) acc[i][j] += av * b[j];
         }
     }
@@ -31,7 +31,13 @@ static void transpose_scalar(const float *const *rows, int64_t kc, float *panel)
         for (int j = 0; j < SDC_GEMM_NR; j++) panel[k * SDC_GEMM_NR + j] = rows[j][k];
 }
 
+static void pack_a_scalar(const float *const *rows, int64_t kc, float *dst) {
+    for (int64_t k = 0; k < kc; k++)
+        for (int i = 0; i < SDC_GEMM_MR; i++) dst[k * SDC_GEMM_MR + i] = rows[i][k];
+}
+
 void sdc_gemm_kernels_init_scalar(sdc_gemm_kernels *k) {
+    k->pack_a = pack_a_scalar;
     k->ukernel = ukernel_scalar;
     k->dot = dot_scalar;
     k->transpose = transpose_scalar;

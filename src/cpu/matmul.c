@@ -7,6 +7,8 @@
  * is dequantised at a time and dotted with each activation row.
  * Threads split the output into (weight slice, row chunk, column panel range) items;
  * each packs its own panels, so no barrier is needed. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -15,9 +17,8 @@
 #define MR       SDC_GEMM_MR
 #define NR       SDC_GEMM_NR
 #define KC       SDC_GEMM_KC
-#define MC       144 /* activation rows per block: MC x KC floats stay in L2 */
-#define NC       256 /* weight columns packed at once: KC x NC floats (256 KiB) */
-#define NC_BLOCK 64  /* the same for sdc_gemm_f32_nt, whose pack buffer is on the stack */
+#define MC       72  /* activation rows per block: MC x KC floats stay in L2 */
+#define NC       512 /* weight columns packed at once: KC x NC floats (512 KiB) */
 #define MIN_ROWS 8   /* below this, dot products beat packing */
 
 /* Maps a row index of the (merged) activation matrix to its x row and dst row. Rows of
@@ -47,20 +48,41 @@ static inline int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 
-/* Output rows [m0, m1) x columns [n0, n1) through packed panels. pack holds
- * nc_max x KC floats (32-byte aligned), tmp NR x KC floats (quantised types only). */
+/* Buffers of one thread: packed weight block (nc_max x KC), packed activation block
+ * (MC x KC), dequantisation rows (NR x KC, quantised types only); 32-byte aligned. */
+typedef struct gemm_bufs {
+    float *bpack, *apack, *tmp;
+    int64_t nc_max;
+} gemm_bufs;
+
+/* apack[(i / MR) * kc * MR + k * MR + i % MR] = rows[i][k]; rows past n are zero. */
+static void pack_rows(const sdc_gemm_kernels *kern, const float *const *rows, int64_t n, int64_t kc,
+                      float *apack) {
+    for (int64_t ir = 0; ir < n; ir += MR, apack += kc * MR) {
+        int64_t mr = min64(MR, n - ir);
+        if (mr == MR) {
+            kern->pack_a(rows + ir, kc, apack);
+        } else {
+            for (int64_t k = 0; k < kc; k++)
+                for (int64_t i = 0; i < MR; i++)
+                    apack[k * MR + i] = i < mr ? rows[ir + i][k] : 0.0f;
+        }
+    }
+}
+
+/* Output rows [m0, m1) x columns [n0, n1) through packed panels. */
 static void gemm_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, int64_t K,
                        const row_map *rm, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                       int64_t nc_max, float *pack, float *tmp, bool accumulate) {
+                       const gemm_bufs *buf, bool accumulate) {
     const float *arow[MC];
     float *crow[MC];
-    for (int64_t nc0 = n0; nc0 < n1; nc0 += nc_max) {
-        int64_t ncl = min64(nc_max, n1 - nc0), np = (ncl + NR - 1) / NR;
+    for (int64_t nc0 = n0; nc0 < n1; nc0 += buf->nc_max) {
+        int64_t ncl = min64(buf->nc_max, n1 - nc0), np = (ncl + NR - 1) / NR;
         for (int64_t kc0 = 0; kc0 < K; kc0 += KC) {
             int64_t kcl = min64(KC, K - kc0);
             for (int64_t p = 0; p < np; p++)
                 sdc_gemm_pack_panel(kern, w, nc0 + p * NR, min64(NR, ncl - p * NR), kc0, kcl,
-                                    pack + p * kcl * NR, tmp);
+                                    buf->bpack + p * kcl * NR, buf->tmp);
             int load_c = accumulate || kc0 > 0;
             for (int64_t mc0 = m0; mc0 < m1; mc0 += MC) {
                 int64_t mcl = min64(MC, m1 - mc0);
@@ -69,20 +91,20 @@ static void gemm_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, i
                     arow[i] += kc0;
                     crow[i] += nc0;
                 }
+                pack_rows(kern, arow, mcl, kcl, buf->apack);
                 for (int64_t p = 0; p < np; p++) {
-                    const float *panel = pack + p * kcl * NR;
+                    const float *panel = buf->bpack + p * kcl * NR;
                     int64_t nr = min64(NR, ncl - p * NR);
                     for (int64_t ir = 0; ir < mcl; ir += MR) {
                         int64_t mr = min64(MR, mcl - ir);
-                        const float *a[MR];
+                        const float *a = buf->apack + ir * kcl;
                         float *c[MR];
-                        /* missing rows repeat the last one; their results go nowhere */
-                        for (int i = 0; i < MR; i++) a[i] = arow[ir + (i < mr ? i : mr - 1)];
                         if (mr == MR && nr == NR) {
                             for (int i = 0; i < MR; i++) c[i] = crow[ir + i] + p * NR;
                             kern->ukernel(kcl, a, panel, c, load_c);
                             continue;
                         }
+                        /* edge tile: compute into a full tile, copy the valid part */
                         float tile[MR][NR];
                         for (int i = 0; i < MR; i++) c[i] = tile[i];
                         if (load_c)
@@ -128,11 +150,15 @@ static int64_t pack_cols(int64_t N) {
     return min64(NC, (N + NR - 1) / NR * NR);
 }
 
-/* Per-thread work area: packed block + dequantisation rows (GEMM path), or one
- * dequantised weight row (dot path). */
+static size_t bpack_bytes(int64_t nc) {
+    return align_up((size_t)nc * KC * sizeof(float), 64);
+}
+#define APACK_BYTES ((size_t)MC * KC * sizeof(float) + 64) /* + pack_a's spill */
+#define TMP_BYTES   ((size_t)NR * KC * sizeof(float))
+
+/* Per-thread work area: GEMM buffers, or one dequantised weight row (dot path). */
 static size_t thread_work_bytes(int64_t K, int64_t N) {
-    size_t gemm =
-        align_up((size_t)pack_cols(N) * KC * sizeof(float), 64) + (size_t)NR * KC * sizeof(float);
+    size_t gemm = bpack_bytes(pack_cols(N)) + APACK_BYTES + TMP_BYTES;
     size_t dot = (size_t)K * sizeof(float);
     return align_up(gemm > dot ? gemm : dot, 64);
 }
@@ -177,19 +203,23 @@ void sdc_cpu_matmul(const sdc_cpu_params *p, sdc_tensor *dst) {
         return;
     }
 
-    /* Items: (slice, row chunk, panel). Split rows only when panels are too few to keep
-     * every thread busy with a few items each. */
+    /* Items: (slice, row chunk, panel). Splitting columns makes each thread pack only its
+     * part of the weight, but every thread packs all activation rows, amortised over its
+     * columns only; so narrow weights (one packed block) split rows instead. Rows are
+     * also split when panels are too few to keep every thread busy. */
     const int64_t panels = (N + NR - 1) / NR;
     int64_t nm = 1;
-    if (nslices * panels < 4 * p->nth) {
+    if (p->nth > 1 && nslices == 1 && N <= NC && rows >= 2 * MC * p->nth) {
+        nm = p->nth;
+    } else if (nslices * panels < 4 * p->nth) {
         nm = (4 * p->nth + nslices * panels - 1) / (nslices * panels);
         nm = min64(nm, (rows + MR - 1) / MR);
     }
     int64_t mchunk = ((rows + nm - 1) / nm + MR - 1) / MR * MR;
     nm = (rows + mchunk - 1) / mchunk;
 
-    float *pack = (float *)work;
-    float *tmp = (float *)(work + align_up((size_t)pack_cols(N) * KC * sizeof(float), 64));
+    gemm_bufs buf = {(float *)work, (float *)(work + bpack_bytes(pack_cols(N))),
+                     (float *)(work + bpack_bytes(pack_cols(N)) + APACK_BYTES), pack_cols(N)};
     int64_t lo, hi;
     sdc_cpu_split(nslices * nm * panels, p->ith, p->nth, &lo, &hi);
     for (int64_t i = lo; i < hi;) {
@@ -199,9 +229,34 @@ void sdc_cpu_matmul(const sdc_cpu_params *p, sdc_tensor *dst) {
         rm.i3base = s / w2 * r3;
         wt.data = (const char *)w->data + (size_t)(s % w2) * w->nb[2] + (size_t)(s / w2) * w->nb[3];
         gemm_block(kern, &wt, K, &rm, mc * mchunk, min64(rows, (mc + 1) * mchunk), p0 * NR,
-                   min64(N, p1 * NR), pack_cols(N), pack, tmp, false);
+                   min64(N, p1 * NR), &buf, false);
         i += p1 - p0;
     }
+}
+
+/* sdc_gemm_f32_nt's buffers: allocated once per thread, freed when the thread exits. */
+static pthread_key_t g_buf_key;
+static pthread_once_t g_buf_once = PTHREAD_ONCE_INIT;
+static _Thread_local gemm_bufs *t_bufs;
+
+static void make_buf_key(void) {
+    pthread_key_create(&g_buf_key, free);
+}
+
+static const gemm_bufs *thread_bufs(void) {
+    if (t_bufs) return t_bufs;
+    pthread_once(&g_buf_once, make_buf_key);
+    size_t head = align_up(sizeof(gemm_bufs), 64);
+    char *mem = NULL;
+    if (posix_memalign((void **)&mem, 64, head + bpack_bytes(NC) + APACK_BYTES)) return NULL;
+    gemm_bufs *b = (gemm_bufs *)mem;
+    b->bpack = (float *)(mem + head);
+    b->apack = (float *)(mem + head + bpack_bytes(NC));
+    b->tmp = NULL; /* F32 weights need no dequantisation rows */
+    b->nc_max = NC;
+    pthread_setspecific(g_buf_key, mem);
+    t_bufs = b;
+    return b;
 }
 
 void sdc_gemm_f32_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
@@ -230,6 +285,11 @@ void sdc_gemm_f32_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t ld
         dot_block(kern, &wt, k, &rm, m, 0, n, NULL, accumulate);
         return;
     }
-    _Alignas(64) float pack[NC_BLOCK * KC];
-    gemm_block(kern, &wt, k, &rm, 0, m, 0, n, NC_BLOCK, pack, NULL, accumulate);
+    const gemm_bufs *buf = thread_bufs();
+    if (!buf) { /* out of memory: still give the right answer, slowly */
+        const sdc_gemm_kernels *sk = sdc_gemm_kernels_for(SDC_ISA_SCALAR);
+        dot_block(sk, &wt, k, &rm, m, 0, n, NULL, accumulate);
+        return;
+    }
+    gemm_block(kern, &wt, k, &rm, 0, m, 0, n, buf, accumulate);
 }

@@ -2,6 +2,9 @@
  * Inputs may have any strides; dst is written row by row, threads split rows.
  * Contiguous rows of the hot activations take the AVX2 path when available. */
 #include <math.h>
+#include "core/fp16.h"
+#include <pthread.h>
+#include <stdlib.h>
 
 #include "cpu/cpu_features.h"
 #include "cpu/ops_elementwise_impl.h"
@@ -85,8 +88,36 @@ float sdc_gelu_tanh_ref(float x) {
     return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
 }
 
+/* ggml's F16 GELU table: one entry per half-precision input, built once */
+static float *g_gelu_table;
+static pthread_once_t g_gelu_once = PTHREAD_ONCE_INIT;
+
+static void build_gelu_table(void) {
+    float *t = malloc(65536 * sizeof(float));
+    if (!t) return;
+    for (int i = 0; i < 65536; i++) {
+        float x = sdc_fp16_to_f32((sdc_fp16)i);
+        /* ggml's arrangement of the tanh argument: x * (1 + a*x^2) */
+        float y =
+            0.5f * x * (1.0f + tanhf(0.79788456080286535587989f * x * (1.0f + 0.044715f * x * x)));
+        t[i] = sdc_fp16_to_f32(sdc_f32_to_fp16(y));
+    }
+    g_gelu_table = t;
+}
+
+static float gelu_f16(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    if (!g_gelu_table) return sdc_gelu_tanh_ref(x); /* table allocation failed */
+    return g_gelu_table[sdc_f32_to_fp16(x)];
+}
+
 void sdc_unary_row_scalar(sdc_op op, float *d, const float *a, int64_t n, float f0, float f1) {
     switch (op) {
+    case SDC_OP_GELU_F16:
+        pthread_once(&g_gelu_once, build_gelu_table);
+        for (int64_t i = 0; i < n; i++) d[i] = gelu_f16(a[i]);
+        break;
     case SDC_OP_SCALE:
         for (int64_t i = 0; i < n; i++) d[i] = a[i] * f0 + f1;
         break;

@@ -115,7 +115,8 @@ sdc_status sdc_st_writer_write(sdc_st_writer *w, const char *path, sdc_st_fill_f
         first = false;
         put_json_string(hf, e->name);
         fprintf(hf, ":{\"dtype\":\"%s\",\"shape\":[", sdc_st_dtype_name(e->dtype));
-        for (int d = 0; d < e->ndim; d++) fprintf(hf, "%s%lld", d ? "," : "", (long long)e->shape[d]);
+        for (int d = 0; d < e->ndim; d++)
+            fprintf(hf, "%s%lld", d ? "," : "", (long long)e->shape[d]);
         fprintf(hf, "],\"data_offsets\":[%zu,%zu]}", off, off + e->nbytes);
         off += e->nbytes;
     }

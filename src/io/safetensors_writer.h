@@ -16,7 +16,6 @@ typedef sdc_status (*sdc_st_fill_fn)(void *user, int index, void *dst, size_t nb
 sdc_status sdc_st_writer_add(sdc_st_writer *w, const char *name, sdc_st_dtype dtype, int ndim,
                              const int64_t *shape, const void *data);
 /* Writes the file; tensors added without data are filled by `fill` (may be NULL). */
-sdc_status sdc_st_writer_write(sdc_st_writer *w, const char *path, sdc_st_fill_fn fill,
-                               void *user);
+sdc_status sdc_st_writer_write(sdc_st_writer *w, const char *path, sdc_st_fill_fn fill, void *user);
 
 #endif

@@ -31,7 +31,8 @@ typedef struct double_block {
 
 struct sdc_minit2i {
     sdc_minit2i_config cfg;
-    sdc_tensor proj1, proj2; /* patch embedding as matrices (F16: sd.cpp keeps conv weights in F16) */
+    sdc_tensor proj1,
+        proj2; /* patch embedding as matrices (F16: sd.cpp keeps conv weights in F16) */
     sdc_tensor *proj2_b;
     linear txt_embedder;
     preamble_block *pre;
@@ -76,7 +77,7 @@ static sdc_tensor *get(loader *ld, int ndims, int64_t n0, int64_t n1, const char
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    int64_t ne[2] = {n0, n1};
+    int64_t ne[4] = {n0, n1, -1, -1}; /* higher dims: checked by the caller */
     sdc_tensor *t;
     ld->s = sdc_weight_require(ld->ws, ld->prefix, name, ndims, ne, &t);
     return t;
@@ -142,8 +143,8 @@ sdc_status sdc_minit2i_load(const sdc_weight_source *ws, const char *prefix, sdc
     *out = NULL;
     const char *np = net_prefix(ws, prefix);
     if (!np)
-        return sdc_fail(SDC_ERR_FORMAT, "minit2i: no '%smodel.net.img_embedder.proj1.weight' tensor",
-                        prefix);
+        return sdc_fail(SDC_ERR_FORMAT,
+                        "minit2i: no '%smodel.net.img_embedder.proj1.weight' tensor", prefix);
     sdc_minit2i *m = calloc(1, sizeof *m);
     if (!m) return sdc_fail(SDC_ERR_NO_MEMORY, "minit2i: out of memory");
     loader ld = {.ws = ws, .m = m, .s = SDC_OK};
@@ -151,14 +152,15 @@ sdc_status sdc_minit2i_load(const sdc_weight_source *ws, const char *prefix, sdc
     sdc_minit2i_config *c = &m->cfg;
 
     sdc_tensor *p1 = get(&ld, 4, -1, -1, "img_embedder.proj1.weight");
-    sdc_tensor *p2 = get(&ld, 2, 1, 1, "img_embedder.proj2.weight"); /* checked below */
+    sdc_tensor *p2 = get(&ld, 4, 1, 1, "img_embedder.proj2.weight"); /* checked below */
     if (ld.s != SDC_OK) goto fail;
     c->patch = (int)p1->ne[0];
     c->in_channels = (int)p1->ne[2];
     c->pca = (int)p1->ne[3];
     c->hidden = (int)p2->ne[3];
     if (p1->ne[1] != p1->ne[0] || p2->ne[2] != c->pca) {
-        ld.s = sdc_fail(SDC_ERR_FORMAT, "minit2i: patch embedding shapes do not fit (%s)", p1->name);
+        ld.s =
+            sdc_fail(SDC_ERR_FORMAT, "minit2i: patch embedding shapes do not fit (%s)", p1->name);
         goto fail;
     }
     sdc_tensor *qn = get(&ld, 1, -1, 1, "double_blocks.0.q_norm.weight");
@@ -259,7 +261,9 @@ void sdc_minit2i_free(sdc_minit2i *m) {
     free(m);
 }
 
-const sdc_minit2i_config *sdc_minit2i_get_config(const sdc_minit2i *m) { return &m->cfg; }
+const sdc_minit2i_config *sdc_minit2i_get_config(const sdc_minit2i *m) {
+    return &m->cfg;
+}
 
 /* ---- host tables (float arithmetic as the reference computes them) ---- */
 
@@ -408,9 +412,10 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
     const sdc_minit2i_config *c = &m->cfg;
     int p = c->patch, C = c->in_channels;
     if (B < 1 || width <= 0 || height <= 0 || width % p || height % p)
-        return sdc_fail(SDC_ERR_INVALID_ARG,
-                        "minit2i: image size %dx%d must be a positive multiple of the patch size %d",
-                        width, height, p);
+        return sdc_fail(
+            SDC_ERR_INVALID_ARG,
+            "minit2i: image size %dx%d must be a positive multiple of the patch size %d", width,
+            height, p);
     int gw = width / p, gh = height / p, Ni = gw * gh, Lt = c->prompt_len, L = Lt + Ni;
     int pp = p * p * C;
     size_t half = (size_t)c->head_dim / 2;
@@ -427,7 +432,8 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
                     for (int ky = 0; ky < p; ky++)
                         for (int kx = 0; kx < p; kx++)
                             dst[kx + p * ky + p * p * ch] =
-                                x[(((size_t)b * C + ch) * height + ty * p + ky) * width + tx * p + kx];
+                                x[(((size_t)b * C + ch) * height + ty * p + ky) * width + tx * p +
+                                  kx];
             }
     round_f16(patches, n_patch); /* sd.cpp's im2col is F16 */
     sdc_minit2i_pos_embed(gw, gh, c->hidden, pos);
@@ -472,7 +478,8 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
         size_t anb[3] = {a->nb[0], a->nb[1], a->nb[2]};
         sdc_tensor *a_img = sdc_graph_view_node(g, a, 3, ine, anb, (size_t)Lt * a->nb[1]);
         img = sdc_add(g, img, apply_linear(g, &b->img_proj, a_img));
-        img = sdc_add(g, img, apply_swiglu(g, &b->img_mlp, sdc_rms_norm(g, img, b->img_norm2, eps)));
+        img =
+            sdc_add(g, img, apply_swiglu(g, &b->img_mlp, sdc_rms_norm(g, img, b->img_norm2, eps)));
         if (!last) {
             sdc_tensor *a_txt = sdc_graph_view_node(g, a, 3, tne2, anb, 0);
             t = sdc_add(g, t, apply_linear(g, &b->txt_proj, a_txt));
@@ -502,8 +509,8 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
                 for (int py = 0; py < p; py++)
                     for (int px = 0; px < p; px++)
                         for (int ch = 0; ch < C; ch++)
-                            out[(((size_t)b * C + ch) * height + ty * p + py) * width + tx * p + px] =
-                                f[(py * p + px) * C + ch];
+                            out[(((size_t)b * C + ch) * height + ty * p + py) * width + tx * p +
+                                px] = f[(py * p + px) * C + ch];
             }
 done:
     sdc_graph_free(g);

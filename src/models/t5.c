@@ -73,7 +73,8 @@ sdc_status sdc_t5_load(const sdc_weight_source *ws, const char *prefix, sdc_t5 *
         c->n_layers++;
     }
     if (c->n_layers == 0) {
-        s = sdc_fail(SDC_ERR_FORMAT, "t5: no encoder blocks found under '%sencoder.block.'", prefix);
+        s = sdc_fail(SDC_ERR_FORMAT, "t5: no encoder blocks found under '%sencoder.block.'",
+                     prefix);
         goto fail;
     }
     sdc_tensor *q0 = sdc_weight_find(ws, prefix, "encoder.block.0.layer.0.SelfAttention.q.weight");
@@ -89,8 +90,8 @@ sdc_status sdc_t5_load(const sdc_weight_source *ws, const char *prefix, sdc_t5 *
                                      c->gated ? "encoder.block.0.layer.1.DenseReluDense.wi_0.weight"
                                               : "encoder.block.0.layer.1.DenseReluDense.wi.weight");
     if (!wi) {
-        s = sdc_fail(SDC_ERR_FORMAT, "t5: missing '%sencoder.block.0.layer.1.DenseReluDense.wi_0.weight'",
-                     prefix);
+        s = sdc_fail(SDC_ERR_FORMAT,
+                     "t5: missing '%sencoder.block.0.layer.1.DenseReluDense.wi_0.weight'", prefix);
         goto fail;
     }
     c->d_ff = (int)wi->ne[1];
@@ -137,9 +138,9 @@ sdc_status sdc_t5_load(const sdc_weight_source *ws, const char *prefix, sdc_t5 *
 
     sdc_tensor *rel;
     int64_t rne[2] = {c->n_heads, -1};
-    if ((s = sdc_weight_require(ws, prefix,
-                                "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
-                                2, rne, &rel)) != SDC_OK)
+    if ((s = sdc_weight_require(
+             ws, prefix, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 2,
+             rne, &rel)) != SDC_OK)
         goto fail;
     c->n_buckets = (int)rel->ne[1];
     m->rel_table = malloc((size_t)c->n_buckets * (size_t)c->n_heads * sizeof(float));
@@ -164,7 +165,9 @@ void sdc_t5_free(sdc_t5 *m) {
     free(m);
 }
 
-const sdc_t5_config *sdc_t5_get_config(const sdc_t5 *m) { return &m->cfg; }
+const sdc_t5_config *sdc_t5_get_config(const sdc_t5 *m) {
+    return &m->cfg;
+}
 
 /* [inner, n] -> [d_kv, n, heads] contiguous, the attention op's layout */
 static sdc_tensor *heads_first(sdc_graph *g, sdc_tensor *x, int d_kv, int heads, int n) {
@@ -200,7 +203,7 @@ sdc_status sdc_t5_encode(sdc_t5 *m, sdc_backend *be, const int32_t *ids, int n, 
         h = sdc_rms_norm(g, x, L->ln1, eps);
         sdc_tensor *f;
         if (c->gated)
-            f = sdc_mul(g, sdc_gelu(g, sdc_matmul(g, L->wi0, h)), sdc_matmul(g, L->wi1, h));
+            f = sdc_mul(g, sdc_gelu_f16(g, sdc_matmul(g, L->wi0, h)), sdc_matmul(g, L->wi1, h));
         else
             f = sdc_relu(g, sdc_matmul(g, L->wi0, h));
         x = sdc_add(g, x, sdc_matmul(g, L->wo, f));

@@ -37,8 +37,8 @@ sdc_status sdc_weight_require(const sdc_weight_source *ws, const char *prefix, c
 sdc_status sdc_weight_to_f32(const sdc_tensor *w, float *dst) {
     const sdc_type_traits *tr = sdc_type_get(w->type);
     if (!tr || !tr->to_float)
-        return sdc_fail(SDC_ERR_UNSUPPORTED, "tensor '%s': type %s cannot be read as float", w->name,
-                        sdc_type_name(w->type));
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "tensor '%s': type %s cannot be read as float",
+                        w->name, sdc_type_name(w->type));
     if (!sdc_tensor_is_contiguous(w))
         return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s' is not contiguous", w->name);
     int64_t rows = sdc_tensor_nrows(w);

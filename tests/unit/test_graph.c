@@ -115,6 +115,30 @@ static void test_views_keep_owner_alive(void) {
     sdc_graph_free(g);
 }
 
+/* Weights live outside the graph: their struct fields (zeroed here, like a calloc'ed
+ * weight table) must neither be planned nor written by the planner. */
+static void test_foreign_tensors_untouched(void) {
+    sdc_tensor w;
+    memset(&w, 0, sizeof w); /* index 0, plan_offset 0: must not look like node 0 */
+    w.type = SDC_TYPE_F32;
+    w.ne[0] = 64, w.ne[1] = 4, w.ne[2] = w.ne[3] = 1;
+    sdc_tensor_set_contiguous_strides(&w);
+    static float wdata[256];
+    w.data = wdata;
+    sdc_graph *g = sdc_graph_create();
+    sdc_tensor *a = node1(g, &w, 64); /* node 0 reads the weight */
+    sdc_tensor *b = node1(g, a, 64);
+    sdc_tensor *c = node1(g, b, 64);
+    sdc_tensor *d = node2(g, c, a); /* a must stay alive until here */
+    sdc_graph_mark_output(g, d);
+    sdc_plan_stats st;
+    CHECK(sdc_graph_plan(g, 64, NULL, NULL, &st) == SDC_OK, "plan");
+    int pairs = 0;
+    CHECK(check_no_overlap(g, &pairs) == 0, "a weight read by node 0 freed node 0's memory");
+    CHECK(w.last_use == 0 && w.plan_offset == 0 && w.data == wdata, "weight fields untouched");
+    sdc_graph_free(g);
+}
+
 typedef struct pool_job {
     _Atomic long sum;
     long stage_ok;
@@ -157,6 +181,7 @@ static void test_threadpool(void) {
 int main(void) {
     test_planner_chain();
     test_views_keep_owner_alive();
+    test_foreign_tensors_untouched();
     test_threadpool();
     TEST_MAIN_END();
 }

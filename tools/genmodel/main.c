@@ -15,7 +15,7 @@
 typedef struct preset {
     const char *name;
     int hidden, heads, n_double, n_preamble, patch, pca, mlp, txt_input; /* DiT */
-    int t5_layers, t5_d, t5_heads, t5_ff, t5_vocab;                       /* T5 */
+    int t5_layers, t5_d, t5_heads, t5_ff, t5_vocab;                      /* T5 */
 } preset;
 
 static const preset k_presets[] = {
@@ -54,8 +54,7 @@ static int add(generator *g, const char *name, int ndim, const int64_t *shape, f
     }
     bool f32 = !g->f16 || keep_f32 || ndim < 2;
     g->t[g->n++] = (gen_tensor){scale, f32};
-    return sdc_st_writer_add(g->w, name, f32 ? SDC_ST_F32 : SDC_ST_F16, ndim, shape, NULL) ==
-                   SDC_OK
+    return sdc_st_writer_add(g->w, name, f32 ? SDC_ST_F32 : SDC_ST_F16, ndim, shape, NULL) == SDC_OK
                ? 0
                : -1;
 }
@@ -78,15 +77,15 @@ static sdc_status fill(void *user, int index, void *dst, size_t nbytes) {
 }
 
 #define T2(name, a, b, s) add(g, name, 2, (int64_t[]){a, b}, s, false)
-#define T1(name, a, s) add(g, name, 1, (int64_t[]){a}, s, true)
+#define T1(name, a, s)    add(g, name, 1, (int64_t[]){a}, s, true)
 
 static int gen_dit(generator *g, const preset *p) {
     int H = p->hidden, M = p->mlp, hd = H / p->heads, pp = p->patch * p->patch * 3;
     char n[256];
     int e = 0;
     float lin = 0.2f * sqrtf(128.0f / (float)H), out = 0.1f * sqrtf(128.0f / (float)H);
-    e |= add(g, "model.net.img_embedder.proj1.weight", 4, (int64_t[]){p->pca, 3, p->patch, p->patch},
-             0.05f * sqrtf(768.0f / (float)pp), false);
+    e |= add(g, "model.net.img_embedder.proj1.weight", 4,
+             (int64_t[]){p->pca, 3, p->patch, p->patch}, 0.05f * sqrtf(768.0f / (float)pp), false);
     e |= add(g, "model.net.img_embedder.proj2.weight", 4, (int64_t[]){H, p->pca, 1, 1},
              0.2f * sqrtf(32.0f / (float)p->pca), false);
     e |= T1("model.net.img_embedder.proj2.bias", H, 0.05f);
@@ -172,30 +171,34 @@ static int gen_t5(generator *g, const preset *p) {
 static int write_tokenizer(const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    static const char *words[] = {"cat", "dog", "a", "the", "red", "car", "on", "hill", "sunset",
-                                  "of", "in", "and", "photo", "blue", "sky", "house", "tree"};
-    fputs("{\"version\":\"1.0\",\"added_tokens\":["
-          "{\"id\":0,\"content\":\"<pad>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
-          "\"normalized\":false,\"special\":true},"
-          "{\"id\":1,\"content\":\"</s>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
-          "\"normalized\":false,\"special\":true},"
-          "{\"id\":2,\"content\":\"<unk>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
-          "\"normalized\":false,\"special\":true}],"
-          "\"normalizer\":null,"
-          "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"WhitespaceSplit\"},"
-          "{\"type\":\"Metaspace\",\"replacement\":\"\\u2581\",\"prepend_scheme\":\"always\","
-          "\"split\":true}]},"
-          "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":\"A\","
-          "\"type_id\":0}},{\"SpecialToken\":{\"id\":\"</s>\",\"type_id\":0}}],"
-          "\"pair\":[{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},{\"SpecialToken\":{\"id\":\"</s>\","
-          "\"type_id\":0}},{\"Sequence\":{\"id\":\"B\",\"type_id\":0}},{\"SpecialToken\":{\"id\":"
-          "\"</s>\",\"type_id\":0}}],"
-          "\"special_tokens\":{\"</s>\":{\"id\":\"</s>\",\"ids\":[1],\"tokens\":[\"</s>\"]}}},"
-          "\"decoder\":{\"type\":\"Metaspace\",\"replacement\":\"\\u2581\",\"prepend_scheme\":"
-          "\"always\",\"split\":true},"
-          "\"model\":{\"type\":\"Unigram\",\"unk_id\":2,\"byte_fallback\":false,\"vocab\":["
-          "[\"<pad>\",0.0],[\"</s>\",0.0],[\"<unk>\",0.0],[\"\\u2581\",-2.0]",
-          f);
+    static const char *words[] = {"cat",   "dog",  "a",      "the",   "red", "car",
+                                  "on",    "hill", "sunset", "of",    "in",  "and",
+                                  "photo", "blue", "sky",    "house", "tree"};
+    fputs(
+        "{\"version\":\"1.0\",\"added_tokens\":["
+        "{\"id\":0,\"content\":\"<pad>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+        "\"normalized\":false,\"special\":true},"
+        "{\"id\":1,\"content\":\"</s>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+        "\"normalized\":false,\"special\":true},"
+        "{\"id\":2,\"content\":\"<unk>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+        "\"normalized\":false,\"special\":true}],"
+        "\"normalizer\":null,"
+        "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"WhitespaceSplit\"}"
+        ","
+        "{\"type\":\"Metaspace\",\"replacement\":\"\\u2581\",\"prepend_scheme\":\"always\","
+        "\"split\":true}]},"
+        "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":"
+        "\"A\","
+        "\"type_id\":0}},{\"SpecialToken\":{\"id\":\"</s>\",\"type_id\":0}}],"
+        "\"pair\":[{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},{\"SpecialToken\":{\"id\":\"</s>\","
+        "\"type_id\":0}},{\"Sequence\":{\"id\":\"B\",\"type_id\":0}},{\"SpecialToken\":{\"id\":"
+        "\"</s>\",\"type_id\":0}}],"
+        "\"special_tokens\":{\"</s>\":{\"id\":\"</s>\",\"ids\":[1],\"tokens\":[\"</s>\"]}}},"
+        "\"decoder\":{\"type\":\"Metaspace\",\"replacement\":\"\\u2581\",\"prepend_scheme\":"
+        "\"always\",\"split\":true},"
+        "\"model\":{\"type\":\"Unigram\",\"unk_id\":2,\"byte_fallback\":false,\"vocab\":["
+        "[\"<pad>\",0.0],[\"</s>\",0.0],[\"<unk>\",0.0],[\"\\u2581\",-2.0]",
+        f);
     for (int c = 33; c < 127; c++) {
         if (c == '"' || c == '\\')
             fprintf(f, ",[\"\\%c\",-5.0],[\"\\u2581\\%c\",-6.0]", c, c);
@@ -208,8 +211,8 @@ static int write_tokenizer(const char *path) {
     return fclose(f) == 0 ? 0 : -1;
 }
 
-static int write_model(const char *path, bool f16, uint64_t seed, int (*gen)(generator *, const preset *),
-                       const preset *p) {
+static int write_model(const char *path, bool f16, uint64_t seed,
+                       int (*gen)(generator *, const preset *), const preset *p) {
     generator g = {.f16 = f16, .state = seed * 0x9E3779B97F4A7C15ULL + 1};
     if (sdc_st_writer_create(&g.w) != SDC_OK) return -1;
     sdc_st_writer_set_metadata(g.w, "generator", "sdc-genmodel (random weights)");
@@ -222,6 +225,19 @@ static int write_model(const char *path, bool f16, uint64_t seed, int (*gen)(gen
     sdc_st_writer_free(g.w);
     free(g.t);
     return e;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static void usage(FILE *f) {
@@ -272,9 +288,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     char path[4096];
-    mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/t5", dir);
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+    if (make_dirs(path) != 0) {
         fprintf(stderr, "sdc-genmodel: error: cannot create %s: %s\n", path, strerror(errno));
         return 1;
     }
