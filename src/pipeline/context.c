@@ -55,9 +55,13 @@ sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
         (s = add_file(ctx, p->diffusion_model_path, PREFIX_DIT, ctx->diffusion_model_name,
                       sizeof ctx->diffusion_model_name)) != SDC_OK)
         goto fail;
-    if (p->t5xxl_path && (s = add_file(ctx, p->t5xxl_path, PREFIX_T5, ctx->t5xxl_name,
-                                       sizeof ctx->t5xxl_name)) != SDC_OK)
-        goto fail;
+    ctx->t5_file = -1;
+    if (p->t5xxl_path) {
+        if ((s = add_file(ctx, p->t5xxl_path, PREFIX_T5, ctx->t5xxl_name,
+                          sizeof ctx->t5xxl_name)) != SDC_OK)
+            goto fail;
+        ctx->t5_file = sdc_loader_file_count(ctx->weights) - 1;
+    }
     ctx->ws.find = find_weight;
     ctx->ws.user = ctx->weights;
 
