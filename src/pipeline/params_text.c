@@ -1,5 +1,6 @@
 #include "pipeline/params_text.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,9 +58,10 @@ char *sdc_params_text_format_models(const sdc_params_text_models *models,
 
     sb_append(&b, "%s\n", p->prompt ? p->prompt : "");
     if (has_text(p->negative_prompt)) sb_append(&b, "Negative prompt: %s\n", p->negative_prompt);
-    /* sd-cli prints floats with std::to_string, i.e. "%f" ("6.000000", "inf") */
-    sb_append(&b, "Steps: %d, CFG scale: %f, Eta: %f, ", p->steps, (double)p->cfg_scale,
-              (double)p->eta);
+    /* sd-cli prints floats with std::to_string, i.e. "%f" ("6.000000"); an eta that is not
+     * set (NaN or infinite: the sampler's default) is "inf" there */
+    double eta = isfinite(p->eta) ? (double)p->eta : INFINITY;
+    sb_append(&b, "Steps: %d, CFG scale: %f, Eta: %f, ", p->steps, (double)p->cfg_scale, eta);
     sb_append(&b, "Seed: %lld, Size: %dx%d, ", (long long)seed, p->width, p->height);
     sb_append(&b, "Model: %s, ", models->model ? models->model : "");
     /* NULL rng means the default, which is sd-cli's "cuda" */
