@@ -113,12 +113,13 @@ static void test_golden_runs(void) {
               "-s 42 --rng cpu",
               "f32", 2);
 
-    /* the parameters text of a01, in sd-cli's field order (see test_params_text) */
+    /* the parameters text of a01, in sd-cli's field order with the resolved sampler and
+     * scheduler names as sd-cli writes them (see test_params_text) */
     char png[600], want[1024];
     snprintf(png, sizeof png, "%s/a01.png", g_dir);
     snprintf(want, sizeof want,
              "a cat\nSteps: 4, CFG scale: 6.000000, Eta: inf, Seed: 42, Size: 64x64, Model: , "
-             "RNG: cpu, Sampler: euler, TE: minit2i_a_t5_f32.safetensors, Unet: "
+             "RNG: cpu, Sampler: euler discrete, TE: minit2i_a_t5_f32.safetensors, Unet: "
              "minit2i_a_dit_f32.safetensors, Version: sdc %s",
              sdc_version());
     char *text = png_parameters(png);
