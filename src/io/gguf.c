@@ -279,12 +279,16 @@ static sdc_status read_tensor_info(rd *r, int i, sdc_gguf_tensor *t) {
     if ((st = rd_u64(r, "data offset", &t->offset))) return st;
 
     /* size from the type traits, every step checked for overflow */
-    uint64_t rows = 1;
-    for (int d = 1; d < SDC_GGUF_MAX_DIMS; d++) {
-        if (t->ne[d] != 0 && rows > (uint64_t)INT64_MAX / (uint64_t)t->ne[d])
+    /* the product of all dims taken as at least 1 must fit int64, so that element
+     * counts computed in any order never overflow (zero dims included) */
+    uint64_t rows = 1, span = 1;
+    for (int d = 0; d < SDC_GGUF_MAX_DIMS; d++) {
+        uint64_t v = t->ne[d] ? (uint64_t)t->ne[d] : 1;
+        if (span > (uint64_t)INT64_MAX / v)
             return rd_fail(r, "shape [%lld, %lld, %lld, %lld] overflows", (long long)t->ne[0],
                            (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3]);
-        rows *= (uint64_t)t->ne[d];
+        span *= v;
+        if (d > 0) rows *= (uint64_t)t->ne[d];
     }
     if (t->ne[0] % tr->block_size)
         return rd_fail(r, "ne[0] = %lld is not a multiple of the %s block size %lld",
