@@ -51,7 +51,10 @@ static void *arena_alloc(arena_block **head, size_t n) {
     n = (n + 15) & ~(size_t)15;
     arena_block *b = *head;
     if (!b || b->cap - b->used < n) {
-        size_t cap = n > 65536 ? n : 65536;
+        /* blocks grow from 4 KiB to 1 MiB: small files stay small, vocabularies of
+         * hundreds of thousands of strings need few blocks */
+        size_t cap = b ? (b->cap < (1u << 19) ? b->cap * 2 : (size_t)1 << 20) : 4096;
+        if (cap < n) cap = n;
         b = malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->next = *head;
@@ -325,9 +328,10 @@ static sdc_status place_tensors(sdc_gguf_file *f, size_t info_end) {
             return sdc_fail(SDC_ERR_FORMAT, "%s: general.alignment has type %s, expected u32", L,
                             sdc_gguf_vtype_name(a->type));
         uint32_t v = a->v.u32;
-        if (v == 0 || (v & (v - 1)) || v > (1u << 30))
+        if (v == 0 || (v & (v - 1)) || v > SDC_GGUF_MAX_ALIGNMENT)
             return sdc_fail(SDC_ERR_FORMAT,
-                            "%s: general.alignment = %u is not a power of two (up to 2^30)", L, v);
+                            "%s: general.alignment = %u is not a power of two up to %u", L, v,
+                            SDC_GGUF_MAX_ALIGNMENT);
         f->alignment = v;
     }
     uint64_t data_off = align_up(info_end, f->alignment);

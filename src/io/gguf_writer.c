@@ -128,9 +128,10 @@ static sdc_status set_scalar(sdc_gguf_writer *w, const char *key, sdc_gguf_vtype
     if (key && strcmp(key, "general.alignment") == 0) {
         if (t != SDC_GGUF_U32)
             return sdc_fail(SDC_ERR_INVALID_ARG, "gguf writer: general.alignment must be u32");
-        if (v.u32 == 0 || (v.u32 & (v.u32 - 1)) || v.u32 > (1u << 30))
+        if (v.u32 == 0 || (v.u32 & (v.u32 - 1)) || v.u32 > SDC_GGUF_MAX_ALIGNMENT)
             return sdc_fail(SDC_ERR_INVALID_ARG,
-                            "gguf writer: general.alignment %u is not a power of two", v.u32);
+                            "gguf writer: general.alignment %u is not a power of two up to %u",
+                            v.u32, SDC_GGUF_MAX_ALIGNMENT);
     }
     sdc_gguf_kv *kv = slot_for(w, key);
     if (!kv) return SDC_ERR_INVALID_ARG;

@@ -794,6 +794,7 @@ static void test_corrupt(void) {
     MUT("alignment not u32", patch32(&b, L.kv4_type, SDC_GGUF_I32), "general.alignment",
         "expected u32");
     MUT("alignment 0", patch32(&b, L.kv4_val, 0), "general.alignment", "power of two");
+    MUT("alignment 2^17", patch32(&b, L.kv4_val, 1u << 17), "general.alignment", "up to 65536");
     MUT("alignment 48", patch32(&b, L.kv4_val, 48), "general.alignment", "power of two");
     MUT("alignment 128", patch32(&b, L.kv4_val, 128), "'q'", "not a multiple of the alignment 128");
     MUT("n_dims 5", patch32(&b, L.t0_ndims, 5), "tensor 'w'", "n_dims 5");
