@@ -1,10 +1,10 @@
 /* Matrix multiplication dst = x @ w^T (SDC_OP_MATMUL) and the block GEMM behind it.
  *
  * Many rows: the weight is packed a block at a time (KC x NC, dequantised to F32 in
- * panels of NR columns) and a register-blocked micro-kernel runs every group of MR
- * activation rows against each panel. Activation rows are read in place through row
- * pointers, so strided x and broadcast batches need no copy. Few rows: one weight row
- * is dequantised at a time and dotted with each activation row.
+ * panels of NR columns), activation rows a block at a time (MC x KC, in groups of MR),
+ * and a register-blocked micro-kernel multiplies each row group by each panel. Rows
+ * are found through a row map, so strided x and broadcast batches need no copy. Few
+ * rows: one weight row is dequantised at a time and dotted with each activation row.
  * Threads split the output into (weight slice, row chunk, column panel range) items;
  * each packs its own panels, so no barrier is needed. */
 #include <pthread.h>
@@ -184,8 +184,16 @@ void sdc_cpu_matmul(const sdc_cpu_params *p, sdc_tensor *dst) {
     if (!p->wdata || p->wsize < sdc_cpu_matmul_work_size(dst, p->nth)) return;
     char *work = (char *)align_up((size_t)p->wdata, 64) + (size_t)p->ith * thread_work_bytes(K, N);
 
-    row_map rm = {M,        r2,       0,         0,          x->data,    x->nb[1],
-                  x->nb[2], x->nb[3], dst->data, dst->nb[1], dst->nb[2], dst->nb[3]};
+    row_map rm = {.m = M,
+                  .r2 = r2,
+                  .a = x->data,
+                  .a_nb1 = x->nb[1],
+                  .a_nb2 = x->nb[2],
+                  .a_nb3 = x->nb[3],
+                  .c = dst->data,
+                  .c_nb1 = dst->nb[1],
+                  .c_nb2 = dst->nb[2],
+                  .c_nb3 = dst->nb[3]};
     sdc_gemm_weight wt = {NULL, w->nb[1], w->type};
 
     if (K == 0 || rows < MIN_ROWS) {
@@ -263,18 +271,12 @@ void sdc_gemm_f32_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t ld
                      int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (m <= 0 || n <= 0) return;
     const sdc_gemm_kernels *kern = sdc_gemm_kernels_for(sdc_cpu_isa());
-    row_map rm = {m,
-                  1,
-                  0,
-                  0,
-                  (const char *)A,
-                  (size_t)lda * sizeof(float),
-                  0,
-                  0,
-                  (char *)C,
-                  (size_t)ldc * sizeof(float),
-                  0,
-                  0};
+    row_map rm = {.m = m,
+                  .r2 = 1,
+                  .a = (const char *)A,
+                  .a_nb1 = (size_t)lda * sizeof(float),
+                  .c = (char *)C,
+                  .c_nb1 = (size_t)ldc * sizeof(float)};
     sdc_gemm_weight wt = {B, (size_t)ldb * sizeof(float), SDC_TYPE_F32};
     if (k <= 0) {
         if (!accumulate)
@@ -287,8 +289,7 @@ void sdc_gemm_f32_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t ld
     }
     const gemm_bufs *buf = thread_bufs();
     if (!buf) { /* out of memory: still give the right answer, slowly */
-        const sdc_gemm_kernels *sk = sdc_gemm_kernels_for(SDC_ISA_SCALAR);
-        dot_block(sk, &wt, k, &rm, m, 0, n, NULL, accumulate);
+        dot_block(kern, &wt, k, &rm, m, 0, n, NULL, accumulate);
         return;
     }
     gemm_block(kern, &wt, k, &rm, 0, m, 0, n, buf, accumulate);
