@@ -291,7 +291,8 @@ static void usage(void) {
                     "  -t N      thread count for the multi-threaded column (default 2)\n"
                     "  --quick   shorter timing runs\n"
                     "  filter    only rows whose label contains one of these words, e.g.\n"
-                    "            q4_K, f32, 1280x, gemm, attn\n");
+                    "            q4_K, f32, 1280x, gemm, attn\n"
+                    "SDC_CPU_ISA=scalar|avx|avx2 caps the SIMD level of the kernels.\n");
 }
 
 int main(int argc, char **argv) {
