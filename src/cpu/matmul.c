@@ -76,8 +76,11 @@ static void gemm_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, i
                        const gemm_bufs *buf, bool accumulate) {
     const float *arow[MC];
     float *crow[MC];
-    for (int64_t nc0 = n0; nc0 < n1; nc0 += buf->nc_max) {
-        int64_t ncl = min64(buf->nc_max, n1 - nc0), np = (ncl + NR - 1) / NR;
+    /* equal column blocks: a short last block would amortise its activation packing badly */
+    int64_t nblocks = (n1 - n0 + buf->nc_max - 1) / buf->nc_max;
+    int64_t nc = ((n1 - n0 + nblocks - 1) / nblocks + NR - 1) / NR * NR;
+    for (int64_t nc0 = n0; nc0 < n1; nc0 += nc) {
+        int64_t ncl = min64(nc, n1 - nc0), np = (ncl + NR - 1) / NR;
         for (int64_t kc0 = 0; kc0 < K; kc0 += KC) {
             int64_t kcl = min64(KC, K - kc0);
             for (int64_t p = 0; p < np; p++)
