@@ -15,6 +15,7 @@
 
 typedef struct conv_geom {
     int64_t iw, ih, cin, n, kw, kh, cout, ow, oh, cin_g, cout_g, kdim, npix, ntiles;
+    int64_t kstep; /* reduction slice: whole channels (kw*kh values) where possible */
     int sx, sy, px, py, dx, dy, groups;
 } conv_geom;
 
@@ -43,6 +44,10 @@ static conv_geom get_geom(const sdc_tensor *dst) {
     c.kdim = c.kw * c.kh * c.cin_g;
     c.npix = c.ow * c.oh;
     c.ntiles = (c.npix + CONV_PT - 1) / CONV_PT;
+    /* quantised rows must be cut at block edges; plain ones at channel edges, so that
+     * im2col never starts a slice inside a kernel window */
+    const int64_t khw = c.kw * c.kh;
+    c.kstep = sdc_type_get(w->type)->is_quantized || khw > CONV_KC ? CONV_KC : CONV_KC / khw * khw;
     return c;
 }
 
@@ -54,16 +59,45 @@ size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) {
     return (thread_floats() * sizeof(float) + 64) * (size_t)nth;
 }
 
+/* Window values of one pixel whose whole window lies inside the image, for the slice
+ * starting at channel ci (kc a multiple of kw*kh): no bounds checks. */
+static void window_inside(const float *xp, const conv_geom *c, int64_t ys, int64_t cs, int64_t ci,
+                          int64_t kc, float *row) {
+    const int64_t khw = c->kw * c->kh;
+    for (int64_t kk = 0; kk < kc; kk += khw, ci++) {
+        const float *xc = xp + ci * cs;
+        float *r = row + kk;
+        if (c->kw == 3 && c->dx == 1) {
+            for (int64_t ky = 0; ky < c->kh; ky++, r += 3) {
+                const float *xr = xc + ky * ys;
+                r[0] = xr[0], r[1] = xr[1], r[2] = xr[2];
+            }
+        } else {
+            for (int64_t ky = 0; ky < c->kh; ky++)
+                for (int64_t kx = 0; kx < c->kw; kx++) *r++ = xc[ky * ys + kx * c->dx];
+        }
+    }
+}
+
 /* col[p][kk] for pixels [p0, p0+np) and k in [k0, k0+kc) of group g, batch n. */
 static void im2col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t g, int64_t p0,
                         int64_t np, int64_t k0, int64_t kc, float *col) {
     const int64_t khw = c->kw * c->kh;
     const size_t xs0 = x->nb[0];
+    const bool whole = k0 % khw == 0 && kc % khw == 0 && xs0 == sizeof(float);
+    const int64_t ys = (int64_t)(x->nb[1] / sizeof(float)) * c->dy;
+    const int64_t cs = (int64_t)(x->nb[2] / sizeof(float));
     for (int64_t pp = 0; pp < np; pp++) {
         const int64_t p = p0 + pp, oy = p / c->ow, ox = p % c->ow;
         const int64_t iy0 = oy * c->sy - c->py, ix0 = ox * c->sx - c->px;
         float *row = col + pp * CONV_KC;
         int64_t ci = k0 / khw, r = k0 % khw, ky = r / c->kw, kx = r % c->kw, kk = 0;
+        if (whole && iy0 >= 0 && iy0 + (c->kh - 1) * c->dy < c->ih && ix0 >= 0 &&
+            ix0 + (c->kw - 1) * c->dx < c->iw) {
+            const float *xp = (const float *)sdc_row_ptr(x, iy0, g * c->cin_g, n) + ix0;
+            window_inside(xp, c, ys, cs, ci, kc, row);
+            continue;
+        }
         while (kk < kc) {
             const int64_t iy = iy0 + ky * c->dy;
             const char *xrow =
@@ -125,8 +159,8 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
         for (int64_t m0 = 0; m0 < c.cout_g; m0 += CONV_MC) {
             const int64_t mc = c.cout_g - m0 < CONV_MC ? c.cout_g - m0 : CONV_MC;
             const int64_t co0 = g * c.cout_g + m0;
-            for (int64_t k0 = 0; k0 < c.kdim; k0 += CONV_KC) {
-                const int64_t kc = c.kdim - k0 < CONV_KC ? c.kdim - k0 : CONV_KC;
+            for (int64_t k0 = 0; k0 < c.kdim; k0 += c.kstep) {
+                const int64_t kc = c.kdim - k0 < c.kstep ? c.kdim - k0 : c.kstep;
                 int64_t lda;
                 const float *A = weight_panel(w, &c, co0, mc, k0, kc, panel, &lda);
                 for (int64_t q0 = pix0; q0 < pix1; q0 += CONV_PT) {

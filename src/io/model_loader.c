@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define LOADER_ALIGN 64
@@ -30,6 +31,8 @@ typedef struct lfile {
     entry *entries;
     int n;
     void *owned; /* converted or realigned data */
+    size_t owned_size;
+    bool mapped; /* opened from a path: tensor data lies in a read-only file mapping */
 } lfile;
 
 struct sdc_loader {
@@ -320,6 +323,7 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
     }
     nf->entries = calloc((size_t)n + 1, sizeof *nf->entries);
     if (owned) nf->owned = aligned_alloc(LOADER_ALIGN, owned);
+    nf->owned_size = owned;
     if (!nf->entries || (owned && !nf->owned)) {
         st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory (%zu bytes for converted tensors)",
                       label, owned);
@@ -414,6 +418,7 @@ static sdc_status add_image(sdc_loader *l, const uint8_t *data, size_t size, con
         free_file(&nf);
         return st;
     }
+    nf.mapped = from_path;
     return add_opened(l, &nf);
 }
 
@@ -487,4 +492,24 @@ const sdc_gguf_kv *sdc_loader_find_kv(const sdc_loader *l, const char *key, int 
         }
     }
     return NULL;
+}
+
+/* Drops the resident pages of a file's mapped weights (they are re-read from the file,
+ * usually the page cache, when touched again): a text encoder used once per prompt need
+ * not stay in memory while the diffusion model samples. Owned (converted) data stays. */
+void sdc_loader_release_pages(sdc_loader *l, int file) {
+    if (!l || file < 0 || file >= l->n_files) return;
+    const lfile *f = &l->files[file];
+    if (!f->mapped) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < f->n; i++) {
+        const sdc_tensor *t = &f->entries[i].t;
+        uintptr_t a = (uintptr_t)t->data, b = a + sdc_tensor_nbytes(t);
+        /* never heap memory: DONTNEED would zero it */
+        if (f->owned && a >= (uintptr_t)f->owned && a < (uintptr_t)f->owned + f->owned_size)
+            continue;
+        a = (a + page - 1) / page * page; /* only pages wholly inside the tensor */
+        b = b / page * page;
+        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    }
 }

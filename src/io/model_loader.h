@@ -55,6 +55,9 @@ const sdc_gguf_file *sdc_loader_file_gguf(const sdc_loader *l, int i);
 const sdc_st_file *sdc_loader_file_st(const sdc_loader *l, int i);
 /* A GGUF KV from the first loaded GGUF file that has `key` (e.g. tokenizer.ggml.tokens),
  * or NULL. `file` (may be NULL) receives that file's index. */
+/* Drops the resident pages of file i's mapped tensors (re-read on next use). */
+void sdc_loader_release_pages(sdc_loader *l, int file);
+
 const sdc_gguf_kv *sdc_loader_find_kv(const sdc_loader *l, const char *key, int *file);
 
 #endif

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/threadpool.h"
 #include "io/model_loader.h"
+#include "pipeline/tokenizer_source.h"
 
 #define PREFIX_DIT "model.diffusion_model."
 #define PREFIX_T5  "text_encoders.t5xxl.transformer."
@@ -55,9 +56,13 @@ sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
         (s = add_file(ctx, p->diffusion_model_path, PREFIX_DIT, ctx->diffusion_model_name,
                       sizeof ctx->diffusion_model_name)) != SDC_OK)
         goto fail;
-    if (p->t5xxl_path && (s = add_file(ctx, p->t5xxl_path, PREFIX_T5, ctx->t5xxl_name,
-                                       sizeof ctx->t5xxl_name)) != SDC_OK)
-        goto fail;
+    ctx->t5_file = -1;
+    if (p->t5xxl_path) {
+        if ((s = add_file(ctx, p->t5xxl_path, PREFIX_T5, ctx->t5xxl_name,
+                          sizeof ctx->t5xxl_name)) != SDC_OK)
+            goto fail;
+        ctx->t5_file = sdc_loader_file_count(ctx->weights) - 1;
+    }
     ctx->ws.find = find_weight;
     ctx->ws.user = ctx->weights;
 
@@ -75,8 +80,8 @@ sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
     }
     if ((s = sdc_t5_load(&ctx->ws, PREFIX_T5, &ctx->t5)) != SDC_OK) goto fail;
     const char *tok_near = p->t5xxl_path ? p->t5xxl_path : p->model_path;
-    if ((s = sdc_tokenizer_load_for_weights(tok_near, p->t5_tokenizer_path, &ctx->tokenizer)) !=
-        SDC_OK)
+    if ((s = sdc_load_t5_tokenizer(ctx->weights, tok_near, p->t5_tokenizer_path,
+                                   &ctx->tokenizer)) != SDC_OK)
         goto fail;
     ctx->n_threads = p->n_threads > 0 ? p->n_threads : sdc_cpu_count();
     ctx->backend = sdc_backend_cpu_create(ctx->n_threads);

@@ -16,6 +16,7 @@ struct sdc_context {
     int n_threads;
     struct sdc_loader *weights;
     sdc_weight_source ws;
+    int t5_file; /* loader file index of a separate --t5xxl file, -1 if none */
     sdc_minit2i *dit;
     sdc_t5 *t5;
     sdc_tokenizer *tokenizer;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "io/model_loader.h"
 #include "pipeline/context.h"
 #include "sampling/denoiser.h"
 #include "sampling/rng.h"
@@ -162,6 +163,8 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
     }
     if ((s = sdc_t5_encode(ctx->t5, ctx->backend, ids, n_real, t5_out, NULL, NULL)) != SDC_OK)
         goto done;
+    /* the text encoder's weights are not needed while sampling: let the OS drop them */
+    sdc_loader_release_pages(ctx->weights, ctx->t5_file);
     if ((s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, t5_out, n_real, txt, NULL, NULL)) !=
         SDC_OK)
         goto done;
@@ -179,8 +182,7 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         s = sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
         goto done;
     }
-    for (int i = 0; i < p->steps; i++) sigmas[i] = 1.0f - (float)i / (float)p->steps;
-    sigmas[p->steps] = 0.0f;
+    sdc_minit2i_sigmas(p->steps, sigmas);
 
     int64_t base_seed = p->seed < 0 ? (int64_t)random_seed() : p->seed;
     float *x = xbuf, *noise = xbuf + n, *batch_x = xbuf + 2 * n;

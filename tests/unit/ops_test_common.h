@@ -12,7 +12,7 @@
 
 static unsigned long long g_seed = 0x9e3779b97f4a7c15ull;
 
-static sdc_tensor *t_new(sdc_type type, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+static inline sdc_tensor *t_new(sdc_type type, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
     sdc_tensor *t = calloc(1, sizeof *t);
     t->type = type;
     t->ne[0] = n0, t->ne[1] = n1, t->ne[2] = n2, t->ne[3] = n3;
@@ -24,7 +24,7 @@ static sdc_tensor *t_new(sdc_type type, int64_t n0, int64_t n1, int64_t n2, int6
 }
 
 /* A header viewing `a`'s data (not owning it). */
-static sdc_tensor *t_view(const sdc_tensor *a, const int64_t *ne, const size_t *nb, size_t off) {
+static inline sdc_tensor *t_view(const sdc_tensor *a, const int64_t *ne, const size_t *nb, size_t off) {
     sdc_tensor *t = calloc(1, sizeof *t);
     t->type = a->type;
     for (int i = 0; i < 4; i++) t->ne[i] = ne[i], t->nb[i] = nb[i];
@@ -33,7 +33,7 @@ static sdc_tensor *t_view(const sdc_tensor *a, const int64_t *ne, const size_t *
     return t;
 }
 
-static sdc_tensor *t_permute(const sdc_tensor *a, int x0, int x1, int x2, int x3) {
+static inline sdc_tensor *t_permute(const sdc_tensor *a, int x0, int x1, int x2, int x3) {
     int ax[4] = {x0, x1, x2, x3};
     int64_t ne[4];
     size_t nb[4];
@@ -41,13 +41,13 @@ static sdc_tensor *t_permute(const sdc_tensor *a, int x0, int x1, int x2, int x3
     return t_view(a, ne, nb, 0);
 }
 
-static void t_free(sdc_tensor *t) {
+static inline void t_free(sdc_tensor *t) {
     if (!t) return;
     if (!t->view_src) free(t->data);
     free(t);
 }
 
-static double t_get(const sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+static inline double t_get(const sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const char *p = (const char *)sdc_tensor_ptr(t, i0, i1, i2, i3);
     switch (t->type) {
     case SDC_TYPE_F16:
@@ -61,7 +61,7 @@ static double t_get(const sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int
     }
 }
 
-static void t_set(sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double v) {
+static inline void t_set(sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double v) {
     char *p = (char *)sdc_tensor_ptr(t, i0, i1, i2, i3);
     switch (t->type) {
     case SDC_TYPE_F16:
@@ -80,7 +80,7 @@ static void t_set(sdc_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
 }
 
 /* Uniform random values in [lo, hi) over every element. */
-static void t_fill(sdc_tensor *t, double lo, double hi) {
+static inline void t_fill(sdc_tensor *t, double lo, double hi) {
     for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
@@ -89,7 +89,7 @@ static void t_fill(sdc_tensor *t, double lo, double hi) {
 }
 
 /* A new contiguous output node of op with sources. */
-static sdc_tensor *t_node(sdc_op op, sdc_type type, const int64_t *ne, sdc_tensor *s0,
+static inline sdc_tensor *t_node(sdc_op op, sdc_type type, const int64_t *ne, sdc_tensor *s0,
                           sdc_tensor *s1, sdc_tensor *s2, sdc_tensor *s3) {
     sdc_tensor *t = t_new(type, ne[0], ne[1], ne[2], ne[3]);
     t->op = op;
@@ -98,7 +98,7 @@ static sdc_tensor *t_node(sdc_op op, sdc_type type, const int64_t *ne, sdc_tenso
 }
 
 /* Runs dst's kernel as nth threads, one share after another. */
-static void t_run(sdc_tensor *dst, int nth) {
+static inline void t_run(sdc_tensor *dst, int nth) {
     sdc_cpu_work_fn wf = sdc_cpu_work_for(dst->op);
     size_t ws = wf ? wf(dst, nth) : 0;
     void *wdata = ws ? malloc(ws) : NULL;
@@ -110,7 +110,7 @@ static void t_run(sdc_tensor *dst, int nth) {
 }
 
 /* Max |dst - ref| over dst's elements (ref laid out contiguously in dst's order). */
-static double t_max_err(const sdc_tensor *dst, const double *ref) {
+static inline double t_max_err(const sdc_tensor *dst, const double *ref) {
     double m = 0;
     int64_t k = 0;
     for (int64_t i3 = 0; i3 < dst->ne[3]; i3++)
