@@ -48,5 +48,4 @@ void sdc_gemm_kernels_init_scalar(sdc_gemm_kernels *k) {
     k->ukernel = ukernel_scalar;
     k->dot = dot_scalar;
     k->transpose = transpose_scalar;
-    for (int t = 0; t < SDC_TYPE_COUNT; t++) k->to_float[t] = NULL;
 }

@@ -127,7 +127,7 @@ static void gemm_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, i
 static void dot_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, int64_t K,
                       const row_map *rm, int64_t rows, int64_t n0, int64_t n1, float *rowbuf,
                       bool accumulate) {
-    sdc_to_float_fn conv = sdc_gemm_row_converter(kern, w->type);
+    sdc_to_float_fn conv = sdc_type_get(w->type)->to_float;
     for (int64_t n = n0; n < n1; n++) {
         const void *src = (const char *)w->data + (size_t)n * w->row_bytes;
         const float *wrow = src;
