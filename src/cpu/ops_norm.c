@@ -2,7 +2,24 @@
  * so long rows (group norm over 64x64x16 values) keep full float precision. */
 #include <math.h>
 
+#include "cpu/cpu_features.h"
+#include "cpu/ops_norm_impl.h"
 #include "cpu/ops_util.h"
+
+/* Contiguous rows take the AVX2 variants when the CPU has them. */
+static bool use_avx2(void) {
+#if defined(SDC_HAVE_X86)
+    return sdc_cpu_isa() >= SDC_ISA_AVX2;
+#else
+    return false;
+#endif
+}
+#if !defined(SDC_HAVE_X86) /* never called there; keeps the calls below linkable */
+void sdc_rms_row_avx2(float *d, const float *x, int64_t n, const float *w, float eps) {}
+void sdc_layer_row_avx2(float *d, const float *x, int64_t n, const float *w, const float *b,
+                        float eps) {}
+void sdc_softmax_row_avx2(float *d, int64_t n) {}
+#endif
 
 #define ELEM(row, t, i) (*(const float *)((row) + (i) * (t)->nb[0]))
 
@@ -25,6 +42,7 @@ void sdc_cpu_softmax(const sdc_cpu_params *p, sdc_tensor *dst) {
     const sdc_tensor *a = dst->src[0], *mask = dst->src[1];
     const float scale = dst->params.f[0];
     const int64_t n = a->ne[0];
+    const bool simd = use_avx2();
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -39,6 +57,10 @@ void sdc_cpu_softmax(const sdc_cpu_params *p, sdc_tensor *dst) {
                 d[i] = ELEM(ar, a, i) * scale + sdc_load_elem(mask->type, mr + i * mask->nb[0]);
         } else {
             for (int64_t i = 0; i < n; i++) d[i] = ELEM(ar, a, i) * scale;
+        }
+        if (simd) {
+            sdc_softmax_row_avx2(d, n);
+            continue;
         }
         for (int64_t i = 0; i < n; i++) mx = d[i] > mx ? d[i] : mx;
         if (mx == -INFINITY) { /* every entry masked: no distribution, emit zeros */
@@ -64,6 +86,7 @@ void sdc_cpu_layer_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
     const float *w = vec_data(dst->src[1]), *b = vec_data(dst->src[2]);
     const float eps = dst->params.f[0];
     const int64_t n = a->ne[0];
+    const bool simd = use_avx2() && a->nb[0] == sizeof(float);
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -71,6 +94,10 @@ void sdc_cpu_layer_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
         sdc_row_index(dst, r, &i1, &i2, &i3);
         const char *ar = sdc_row_ptr(a, i1, i2, i3);
         float *d = (float *)sdc_row_ptr(dst, i1, i2, i3);
+        if (simd) {
+            sdc_layer_row_avx2(d, (const float *)ar, n, w, b, eps);
+            continue;
+        }
         double s = 0, ss = 0;
         for (int64_t i = 0; i < n; i++) s += ELEM(ar, a, i);
         const double mean = s / n;
@@ -93,6 +120,7 @@ void sdc_cpu_rms_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
     const float *w = vec_data(dst->src[1]);
     const float eps = dst->params.f[0];
     const int64_t n = a->ne[0];
+    const bool simd = use_avx2() && a->nb[0] == sizeof(float);
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -100,6 +128,10 @@ void sdc_cpu_rms_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
         sdc_row_index(dst, r, &i1, &i2, &i3);
         const char *ar = sdc_row_ptr(a, i1, i2, i3);
         float *d = (float *)sdc_row_ptr(dst, i1, i2, i3);
+        if (simd) {
+            sdc_rms_row_avx2(d, (const float *)ar, n, w, eps);
+            continue;
+        }
         double ss = 0;
         for (int64_t i = 0; i < n; i++) {
             double v = ELEM(ar, a, i);
