@@ -3,8 +3,8 @@
  * where col is built per tile of CONV_PT output pixels x CONV_KC values of k (im2col on
  * the fly) and w is dequantised per panel of CONV_MC output channels x CONV_KC. Each
  * thread owns a range of (channel block, pixel tile) units, so it dequantises each panel
- * once per range and never shares output. Scratch per thread: (CONV_MC + CONV_PT) * CONV_KC floats.
- */
+ * once per range and never shares output.
+ * Scratch per thread: (CONV_MC + CONV_PT) * CONV_KC floats, whatever the image size. */
 #include <string.h>
 
 #include "cpu/gemm.h"
