@@ -63,12 +63,16 @@ size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) {
 /* Window values of one pixel whose whole window lies inside the image, for the slice
  * starting at channel ci (kc a multiple of kw*kh): no bounds checks. */
 static void window_inside(const float *xp, const conv_geom *c, int64_t ys, int64_t cs, int64_t ci,
-                          int64_t kc, float *row) {
+                          int64_t kc, bool wide, float *row) {
     const int64_t khw = c->kw * c->kh;
     for (int64_t kk = 0; kk < kc; kk += khw, ci++) {
         const float *xc = xp + ci * cs;
         float *r = row + kk;
-        if (c->kw == 3 && c->dx == 1) {
+        if (wide) {
+            /* 4-float moves: the 4th value is overwritten by the next move; the last one
+             * lands past kc (< CONV_KC) and is never read; x[3] exists as !right edge */
+            for (int64_t ky = 0; ky < c->kh; ky++, r += 3) memcpy(r, xc + ky * ys, 16);
+        } else if (c->kw == 3 && c->dx == 1) {
             for (int64_t ky = 0; ky < c->kh; ky++, r += 3) {
                 const float *xr = xc + ky * ys;
                 r[0] = xr[0], r[1] = xr[1], r[2] = xr[2];
@@ -96,7 +100,8 @@ static void im2col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, int6
         if (whole && iy0 >= 0 && iy0 + (c->kh - 1) * c->dy < c->ih && ix0 >= 0 &&
             ix0 + (c->kw - 1) * c->dx < c->iw) {
             const float *xp = (const float *)sdc_row_ptr(x, iy0, g * c->cin_g, n) + ix0;
-            window_inside(xp, c, ys, cs, ci, kc, row);
+            const bool wide = c->kw == 3 && c->dx == 1 && ix0 + 3 < c->iw && kc < CONV_KC;
+            window_inside(xp, c, ys, cs, ci, kc, wide, row);
             continue;
         }
         while (kk < kc) {
