@@ -5,7 +5,7 @@
 #include "cpu/ops_norm_impl.h"
 #include "cpu/simd_avx2.h"
 
-static double sum_sq_dev(const float *x, int64_t n, float mean) {
+double sdc_sum_sq_dev_avx2(const float *x, int64_t n, float mean) {
     const __m256 m = _mm256_set1_ps(mean);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
@@ -22,7 +22,7 @@ static double sum_sq_dev(const float *x, int64_t n, float mean) {
     return s;
 }
 
-static double sum(const float *x, int64_t n) {
+double sdc_sum_avx2(const float *x, int64_t n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
@@ -55,15 +55,23 @@ static void affine(float *d, const float *x, int64_t n, float mean, float k, con
     }
 }
 
+void sdc_scale_shift_avx2(float *d, const float *x, int64_t n, float mean, float k, float off) {
+    const __m256 vm = _mm256_set1_ps(mean), vk = _mm256_set1_ps(k), vo = _mm256_set1_ps(off);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vk, vo));
+    for (; i < n; i++) d[i] = (x[i] - mean) * k + off;
+}
+
 void sdc_rms_row_avx2(float *d, const float *x, int64_t n, const float *w, float eps) {
-    const double ss = sum_sq_dev(x, n, 0.0f);
+    const double ss = sdc_sum_sq_dev_avx2(x, n, 0.0f);
     affine(d, x, n, 0.0f, (float)(1.0 / sqrt(ss / n + eps)), w, NULL);
 }
 
 void sdc_layer_row_avx2(float *d, const float *x, int64_t n, const float *w, const float *b,
                         float eps) {
-    const float mean = (float)(sum(x, n) / n);
-    const double ss = sum_sq_dev(x, n, mean);
+    const float mean = (float)(sdc_sum_avx2(x, n) / n);
+    const double ss = sdc_sum_sq_dev_avx2(x, n, mean);
     affine(d, x, n, mean, (float)(1.0 / sqrt(ss / n + eps)), w, b);
 }
 

@@ -12,4 +12,9 @@ void sdc_layer_row_avx2(float *d, const float *x, int64_t n, const float *w, con
 /* In place: d = softmax(d); a row of only -inf becomes zeros. */
 void sdc_softmax_row_avx2(float *d, int64_t n);
 
+/* Pieces for group norm: sum, sum of (x-mean)^2, and d = (x-mean)*k + off. */
+double sdc_sum_avx2(const float *x, int64_t n);
+double sdc_sum_sq_dev_avx2(const float *x, int64_t n, float mean);
+void sdc_scale_shift_avx2(float *d, const float *x, int64_t n, float mean, float k, float off);
+
 #endif

@@ -117,9 +117,12 @@ static void test_layer_rms(void) {
 }
 
 static void test_group_norm(void) {
-    for (int axis = 1; axis <= 2; axis++)
+    for (int cs = 0; cs < 3; cs++) /* axis 1, axis 2, axis 2 with planes > 4096 values */
         for (int affine = 0; affine < 2; affine++) {
-            const int64_t W = 9, H = axis == 2 ? 7 : 1, C = 12, N = 2, G = 4;
+            const int axis = cs == 0 ? 1 : 2;
+            const bool big = cs == 2;
+            const int64_t W = big ? 80 : 9, H = axis == 2 ? (big ? 61 : 7) : 1, C = big ? 4 : 12,
+                          N = 2, G = big ? 2 : 4;
             sdc_tensor *a =
                 axis == 2 ? t_new(SDC_TYPE_F32, W, H, C, N) : t_new(SDC_TYPE_F32, W, C, N, 1);
             t_fill(a, -1, 4);
@@ -155,7 +158,9 @@ static void test_group_norm(void) {
                 }
             t_run(d, 3);
             double e = t_max_err(d, ref);
-            printf("group_norm axis=%d affine=%d: max err %g\n", axis, affine, e);
+            printf("group_norm axis=%d [%lld,%lld,%lld,%lld] affine=%d: max err %g\n", axis,
+                   (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2],
+                   (long long)a->ne[3], affine, e);
             CHECK(e < 2e-5, "group norm err %g", e);
             free(ref), t_free(d), t_free(w), t_free(b), t_free(a);
         }
