@@ -82,6 +82,9 @@ typedef struct sdc_tensor {
     char name[SDC_MAX_NAME];
 } sdc_tensor;
 
+/* "matmul", "attention", ... for messages and profiles */
+const char *sdc_op_name(int op);
+
 int64_t sdc_tensor_nelements(const sdc_tensor *t);
 int64_t sdc_tensor_nrows(const sdc_tensor *t); /* ne[1]*ne[2]*ne[3] */
 size_t sdc_tensor_nbytes(const sdc_tensor *t); /* bytes spanned by the data */

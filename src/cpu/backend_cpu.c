@@ -1,6 +1,8 @@
 /* The CPU backend: plans a graph, keeps one scratch buffer (grown as needed) and runs
  * every node on the thread pool, with a barrier between nodes. */
 #include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,7 +13,15 @@
 
 #define SDC_CPU_ALIGN 64
 
+/* SDC_PROFILE=1: time per op kind, printed when the backend is freed */
+typedef struct op_profile {
+    double seconds[SDC_OP_COUNT];
+    long count[SDC_OP_COUNT];
+    double flops[SDC_OP_COUNT];
+} op_profile;
+
 typedef struct cpu_backend {
+    op_profile *profile; /* NULL unless SDC_PROFILE=1 */
     sdc_threadpool *pool;
     void *scratch;
     size_t scratch_size;
@@ -26,6 +36,7 @@ typedef struct run_state {
     sdc_eval_fn cb;
     void *cb_user;
     bool observe; /* decided by thread 0 for the current node */
+    op_profile *profile;
     _Atomic int cancelled;
 } run_state;
 
@@ -33,8 +44,25 @@ static const char *cpu_name(const sdc_backend *b) {
     return "cpu";
 }
 
+static void print_profile(const op_profile *pr) {
+    double total = 0;
+    for (int i = 0; i < SDC_OP_COUNT; i++) total += pr->seconds[i];
+    fprintf(stderr, "profile: %.3f s in kernels\n%-12s %8s %9s %6s %9s\n", total, "op", "calls",
+            "seconds", "share", "GFLOP/s");
+    for (int i = 0; i < SDC_OP_COUNT; i++) {
+        if (!pr->count[i]) continue;
+        fprintf(stderr, "%-12s %8ld %9.3f %5.1f%% %9.1f\n", sdc_op_name(i), pr->count[i],
+                pr->seconds[i], 100.0 * pr->seconds[i] / (total > 0 ? total : 1),
+                pr->seconds[i] > 0 ? pr->flops[i] / pr->seconds[i] * 1e-9 : 0.0);
+    }
+}
+
 static void cpu_free(sdc_backend *b) {
     cpu_backend *c = b->impl;
+    if (c->profile) {
+        print_profile(c->profile);
+        free(c->profile);
+    }
     sdc_threadpool_free(c->pool);
     free(c->scratch);
     free(c);
@@ -68,6 +96,28 @@ static size_t node_work_size(const sdc_tensor *node, void *user) {
     return f ? f(node, ((work_ctx *)user)->nth) : 0;
 }
 
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* multiply-adds x 2 of the ops that dominate, for the profile's GFLOP/s column */
+static double node_flops(const sdc_tensor *t) {
+    if (t->op == SDC_OP_MATMUL)
+        return 2.0 * (double)t->src[0]->ne[0] * (double)sdc_tensor_nelements(t);
+    if (t->op == SDC_OP_ATTENTION) {
+        const sdc_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+        return 2.0 * (double)q->ne[1] * (double)k->ne[1] * (double)(q->ne[0] + v->ne[0]) *
+               (double)q->ne[2] * (double)q->ne[3];
+    }
+    if (t->op == SDC_OP_CONV2D) {
+        const sdc_tensor *w = t->src[1];
+        return 2.0 * (double)sdc_tensor_nelements(t) * (double)(w->ne[0] * w->ne[1] * w->ne[2]);
+    }
+    return 0;
+}
+
 static void run_graph(void *arg, int ith, int nth) {
     run_state *rs = arg;
     sdc_cpu_params p = {ith, nth, rs->work, rs->work_size, rs->pool};
@@ -79,8 +129,14 @@ static void run_graph(void *arg, int ith, int nth) {
             if (ith == 0) rs->observe = rs->cb(t, true, rs->cb_user);
             sdc_cpu_barrier(&p);
         }
+        double t0 = rs->profile && ith == 0 ? now_seconds() : 0;
         sdc_cpu_kernel_for(t->op)(&p, t);
         sdc_cpu_barrier(&p);
+        if (rs->profile && ith == 0) {
+            rs->profile->seconds[t->op] += now_seconds() - t0;
+            rs->profile->count[t->op]++;
+            rs->profile->flops[t->op] += node_flops(t);
+        }
         if (rs->cb) {
             if (ith == 0 && rs->observe && !rs->cb(t, false, rs->cb_user))
                 atomic_store(&rs->cancelled, 1);
@@ -118,6 +174,7 @@ static sdc_status cpu_compute(sdc_backend *b, sdc_graph *g, sdc_eval_fn cb, void
     sdc_graph_bind(g, c->scratch);
     run_state rs = {.g = g,
                     .pool = c->pool,
+                    .profile = c->profile,
                     .work = (char *)c->scratch + work_off,
                     .work_size = st.work_bytes,
                     .cb = cb,
@@ -150,6 +207,8 @@ sdc_backend *sdc_backend_cpu_create(int n_threads) {
     sdc_backend *b = calloc(1, sizeof *b);
     cpu_backend *c = calloc(1, sizeof *c);
     if (!b || !c) goto fail;
+    const char *prof = getenv("SDC_PROFILE");
+    if (prof && *prof == '1') c->profile = calloc(1, sizeof(op_profile));
     c->pool = sdc_threadpool_create(n_threads);
     if (!c->pool) goto fail;
     b->iface = &g_cpu_iface;

@@ -17,8 +17,8 @@
 #define MR       SDC_GEMM_MR
 #define NR       SDC_GEMM_NR
 #define KC       SDC_GEMM_KC
-#define MC       144 /* activation rows per block: MC x KC floats stay in L2 */
-#define NC       256 /* weight columns packed at once: KC x NC floats (256 KiB, in L2) */
+#define MC       72  /* activation rows per block: MC x KC floats stay in L2 */
+#define NC       512 /* weight columns packed at once: KC x NC floats (512 KiB) */
 #define MIN_ROWS 8   /* below this, dot products beat packing */
 
 /* Maps a row index of the (merged) activation matrix to its x row and dst row. Rows of
@@ -203,11 +203,15 @@ void sdc_cpu_matmul(const sdc_cpu_params *p, sdc_tensor *dst) {
         return;
     }
 
-    /* Items: (slice, row chunk, panel). Split rows only when panels are too few to keep
-     * every thread busy with a few items each. */
+    /* Items: (slice, row chunk, panel). Splitting columns makes each thread pack only its
+     * part of the weight, but every thread packs all activation rows, amortised over its
+     * columns only; so narrow weights (one packed block) split rows instead. Rows are
+     * also split when panels are too few to keep every thread busy. */
     const int64_t panels = (N + NR - 1) / NR;
     int64_t nm = 1;
-    if (nslices * panels < 4 * p->nth) {
+    if (p->nth > 1 && nslices == 1 && N <= NC && rows >= 2 * MC * p->nth) {
+        nm = p->nth;
+    } else if (nslices * panels < 4 * p->nth) {
         nm = (4 * p->nth + nslices * panels - 1) / (nslices * panels);
         nm = min64(nm, (rows + MR - 1) / MR);
     }

@@ -356,7 +356,7 @@ static sdc_status place_tensors(sdc_gguf_file *f, size_t info_end) {
                             L, t->name, (unsigned long long)t->offset,
                             (unsigned long long)t->offset + t->nbytes, data_size,
                             (unsigned long long)data_off);
-        t->data = f->image + data_off + t->offset;
+        t->data = f->image + f->data_offset + t->offset;
     }
     /* overlap check in offset order; zero-size tensors occupy nothing */
     const sdc_gguf_tensor **order = malloc(((size_t)f->n_tensors + 1) * sizeof *order);

@@ -265,6 +265,11 @@ const sdc_minit2i_config *sdc_minit2i_get_config(const sdc_minit2i *m) {
     return &m->cfg;
 }
 
+void sdc_minit2i_sigmas(int steps, float *out) {
+    for (int i = 0; i < steps; i++) out[i] = 1.0f - (float)i / (float)steps;
+    out[steps] = 0.0f;
+}
+
 /* ---- host tables (float arithmetic as the reference computes them) ---- */
 
 void sdc_minit2i_pos_embed(int gw, int gh, int hidden, float *out) {

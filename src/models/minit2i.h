@@ -33,6 +33,10 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
                                int height, const float *txt, float *out, sdc_eval_fn cb,
                                void *cb_user);
 
+/* MiniT2I's schedule: sigma_i = 1 - i/steps (float), then 0; steps+1 values. The
+ * scheduler flag does not apply (as in sd.cpp). */
+void sdc_minit2i_sigmas(int steps, float *out);
+
 /* Host tables (exposed for tests). pos: [n_tok][hidden] for a gw x gh grid.
  * rope: cos/sin [len][head_dim/2] (pairs (j, j + head_dim/2)). */
 void sdc_minit2i_pos_embed(int gw, int gh, int hidden, float *out);

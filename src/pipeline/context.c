@@ -10,6 +10,10 @@
 #include "core/log.h"
 #include "core/threadpool.h"
 #include "io/model_loader.h"
+#include "pipeline/tokenizer_source.h"
+#include "sampling/defaults.h"
+#include "sampling/samplers.h"
+#include "sampling/schedulers.h"
 
 #define PREFIX_DIT "model.diffusion_model."
 #define PREFIX_T5  "text_encoders.t5xxl.transformer."
@@ -79,8 +83,8 @@ sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
     }
     if ((s = sdc_t5_load(&ctx->ws, PREFIX_T5, &ctx->t5)) != SDC_OK) goto fail;
     const char *tok_near = p->t5xxl_path ? p->t5xxl_path : p->model_path;
-    if ((s = sdc_tokenizer_load_for_weights(tok_near, p->t5_tokenizer_path, &ctx->tokenizer)) !=
-        SDC_OK)
+    if ((s = sdc_load_t5_tokenizer(ctx->weights, tok_near, p->t5_tokenizer_path,
+                                   &ctx->tokenizer)) != SDC_OK)
         goto fail;
     ctx->n_threads = p->n_threads > 0 ? p->n_threads : sdc_cpu_count();
     ctx->backend = sdc_backend_cpu_create(ctx->n_threads);
@@ -122,4 +126,18 @@ const char *sdc_context_diffusion_model_name(const sdc_context *ctx) {
 }
 const char *sdc_context_t5xxl_name(const sdc_context *ctx) {
     return ctx ? ctx->t5xxl_name : "";
+}
+
+const char *sdc_context_sampler_name(const sdc_context *ctx, const sdc_generate_params *p) {
+    (void)ctx; /* MiniT2I is the only family so far */
+    if (p && p->sampling_method && *p->sampling_method) return p->sampling_method;
+    return sdc_sample_method_name(sdc_default_sample_method(SDC_FAMILY_MINIT2I));
+}
+
+const char *sdc_context_scheduler_name(const sdc_context *ctx, const sdc_generate_params *p) {
+    (void)ctx;
+    if (p && p->scheduler && *p->scheduler) return p->scheduler;
+    sdc_sample_method m = sdc_default_sample_method(SDC_FAMILY_MINIT2I);
+    if (p && p->sampling_method) sdc_sample_method_from_name(p->sampling_method, &m);
+    return sdc_scheduler_name(sdc_default_scheduler(SDC_FAMILY_MINIT2I, SDC_PRED_MINIT2I_FLOW, m));
 }

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "io/model_loader.h"
 #include "pipeline/context.h"
+#include "sampling/defaults.h"
 #include "sampling/denoiser.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
@@ -127,7 +128,7 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
     if (p->sampler_rng && *p->sampler_rng &&
         (s = sdc_rng_type_from_name(p->sampler_rng, &sampler_rng_type)) != SDC_OK)
         return s;
-    sdc_sample_method method = SDC_SAMPLE_EULER;
+    sdc_sample_method method = sdc_default_sample_method(SDC_FAMILY_MINIT2I);
     if (p->sampling_method && *p->sampling_method &&
         (s = sdc_sample_method_from_name(p->sampling_method, &method)) != SDC_OK)
         return s;
@@ -182,8 +183,7 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         s = sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
         goto done;
     }
-    for (int i = 0; i < p->steps; i++) sigmas[i] = 1.0f - (float)i / (float)p->steps;
-    sigmas[p->steps] = 0.0f;
+    sdc_minit2i_sigmas(p->steps, sigmas);
 
     int64_t base_seed = p->seed < 0 ? (int64_t)random_seed() : p->seed;
     float *x = xbuf, *noise = xbuf + n, *batch_x = xbuf + 2 * n;

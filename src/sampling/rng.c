@@ -108,3 +108,26 @@ sdc_status sdc_rng_randn(sdc_rng *r, float *out, int64_t n) {
     }
     return SDC_OK;
 }
+
+sdc_status sdc_rng_pair_create(sdc_rng_type type, int sampler_type, uint64_t seed,
+                               sdc_rng_pair *out) {
+    out->init = out->sampler = NULL;
+    sdc_status st = sdc_rng_create(type, seed, &out->init);
+    if (st != SDC_OK) return st;
+    if (sampler_type < 0 || sampler_type == (int)type) {
+        out->sampler = out->init;
+        return SDC_OK;
+    }
+    st = sdc_rng_create((sdc_rng_type)sampler_type, seed, &out->sampler);
+    if (st != SDC_OK) {
+        sdc_rng_free(out->init);
+        out->init = NULL;
+    }
+    return st;
+}
+
+void sdc_rng_pair_free(sdc_rng_pair *pair) {
+    if (pair->sampler != pair->init) sdc_rng_free(pair->sampler);
+    sdc_rng_free(pair->init);
+    pair->init = pair->sampler = NULL;
+}

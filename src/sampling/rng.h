@@ -37,6 +37,19 @@ void sdc_rng_seed(sdc_rng *rng, uint64_t seed);
 sdc_status sdc_rng_randn(sdc_rng *rng, float *out, int64_t n);
 sdc_rng_type sdc_rng_get_type(const sdc_rng *rng); /* -1 for custom streams */
 
+/* The generators of one image, as sd.cpp sets them up: `init` draws the initial latent
+ * noise and `sampler` the sampler's noise. Without a distinct --sampler-rng
+ * (sampler_type < 0 or equal to type) both are the same stream, so sampler noise
+ * continues after the initial noise; otherwise the sampler gets its own generator.
+ * Both start from `seed`. */
+typedef struct sdc_rng_pair {
+    sdc_rng *init, *sampler;
+} sdc_rng_pair;
+
+sdc_status sdc_rng_pair_create(sdc_rng_type type, int sampler_type, uint64_t seed,
+                               sdc_rng_pair *out);
+void sdc_rng_pair_free(sdc_rng_pair *pair);
+
 /* sd.cpp spellings: "std_default", "cpu", "cuda". Unknown names fail with
  * SDC_ERR_INVALID_ARG and a message listing the valid ones. */
 const char *sdc_rng_type_name(sdc_rng_type type);

@@ -163,8 +163,10 @@ sdc_status sdc_sample(const sdc_sampler_params *p, const float *sigmas, int n_si
                             "sampler: sigma[%d] = %g (must be finite, > 0 before the last)", i,
                             (double)sigmas[i]);
     }
-    if (p->method == SDC_SAMPLE_LMS && p->lms_max_order < 1)
-        return sdc_fail(SDC_ERR_INVALID_ARG, "sampler: lms max order must be >= 1");
+    if (p->method == SDC_SAMPLE_LMS && (p->lms_max_order < 1 || p->lms_divisions < 0))
+        return sdc_fail(SDC_ERR_INVALID_ARG,
+                        "sampler: lms needs max order >= 1 and divisions >= 0 (got %d, %d)",
+                        p->lms_max_order, p->lms_divisions);
     sdc_smp s = {
         .p = p,
         .sigmas = sigmas,

@@ -444,6 +444,11 @@ sdc_status sdc_schedule_sigmas(const sdc_denoiser *d, const sdc_schedule_params 
     return SDC_OK;
 }
 
+int sdc_image_seq_len(int width, int height, int vae_scale_factor) {
+    if (vae_scale_factor <= 0) return 0;
+    return (height / vae_scale_factor) * (width / vae_scale_factor);
+}
+
 sdc_status sdc_parse_sigmas(const char *text, float *out, int cap, int *count) {
     *count = 0;
     if (!text) return sdc_fail(SDC_ERR_INVALID_ARG, "sigmas: no value");

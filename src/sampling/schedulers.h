@@ -50,6 +50,11 @@ void sdc_schedule_params_init(sdc_schedule_params *p);
 sdc_status sdc_schedule_sigmas(const sdc_denoiser *d, const sdc_schedule_params *p, float *out,
                                int *len);
 
+/* image_seq_len for the resolution-dependent schedulers, as sd.cpp: the latent
+ * H*W = (height/vae_scale)*(width/vae_scale) (vae_scale 8 for Flux.1, 16 for Flux.2),
+ * times the latent frame count for video models. */
+int sdc_image_seq_len(int width, int height, int vae_scale_factor);
+
 /* Parses --sigmas ("14.61,7.8,3.5,0.0", optionally in brackets) into out (capacity
  * cap). Empty lists, bad numbers and negative or non-finite values are rejected. */
 sdc_status sdc_parse_sigmas(const char *text, float *out, int cap, int *count);

@@ -201,6 +201,7 @@ typedef struct emitter {
     int want_pieces;
     int32_t fuse_from; /* an <unk> may merge only with an <unk> at index >= fuse_from */
     int32_t prev_unk;  /* index of the last token when it is a model <unk>, else -1 */
+    size_t prev_unk_len, prev_unk_cap; /* its piece string's length and allocation */
 } emitter;
 
 static sdc_status emit(emitter *e, int32_t id, const char *s, size_t len) {
@@ -233,12 +234,17 @@ static sdc_status emit(emitter *e, int32_t id, const char *s, size_t len) {
 static sdc_status extend_unk(emitter *e, const char *s, size_t len) {
     if (!e->want_pieces) return SDC_OK;
     char **slot = &e->out->pieces[e->prev_unk];
-    size_t old = strlen(*slot);
-    char *p = realloc(*slot, old + len + 1);
-    if (!p) return sdc_fail(SDC_ERR_NO_MEMORY, "tokenizer: output");
-    memcpy(p + old, s, len);
-    p[old + len] = 0;
-    *slot = p;
+    size_t old = e->prev_unk_len;
+    if (old + len + 1 > e->prev_unk_cap) { /* geometric growth: long unknown runs stay linear */
+        size_t cap = 2 * (old + len + 1);
+        char *p = realloc(*slot, cap);
+        if (!p) return sdc_fail(SDC_ERR_NO_MEMORY, "tokenizer: output");
+        *slot = p;
+        e->prev_unk_cap = cap;
+    }
+    memcpy(*slot + old, s, len);
+    (*slot)[old + len] = 0;
+    e->prev_unk_len = old + len;
     return SDC_OK;
 }
 
@@ -265,6 +271,8 @@ static sdc_status emit_unknown(const sdc_tokenizer *t, emitter *e, const char *s
     if (e->prev_unk >= 0 && e->prev_unk >= e->fuse_from) return extend_unk(e, s, len);
     sdc_status st = emit(e, t->unk_id, s, len);
     e->prev_unk = e->out->n - 1;
+    e->prev_unk_len = len;
+    e->prev_unk_cap = len + 1;
     return st;
 }
 
@@ -499,7 +507,7 @@ static void hf_strip(const sdc_tok_norm_step *r, const sbuf *in, sbuf *out) {
         }
         e = last;
     }
-    sb_put(out, in->p + b, e - b);
+    if (e > b) sb_put(out, in->p + b, e - b);
 }
 
 typedef struct word {
@@ -678,7 +686,7 @@ sdc_status sdc_tokenizer_encode(const sdc_tokenizer *t, const char *text, size_t
     if (!t || !out || (!text && len))
         return sdc_fail(SDC_ERR_INVALID_ARG, "tokenizer: encode without tokenizer or text");
     sdc_tokens_free(out);
-    emitter e = {out, (flags & SDC_TOK_WANT_PIECES) != 0, 0, -1};
+    emitter e = {out, (flags & SDC_TOK_WANT_PIECES) != 0, 0, -1, 0, 0};
     sdc_status st = SDC_OK;
     int add_special = (flags & SDC_TOK_ADD_SPECIAL) != 0;
     for (int i = 0; add_special && i < t->n_prefix && !st; i++)

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "../../tools/cli/args.c"
+#include "../../tools/cli/progress.c"
 #include "test_util.h"
 
 #define MAXARGS 64
@@ -255,9 +256,50 @@ static void test_output_names(void) {
     check_name("100%%_%d.png", -1, 1, 2, "100%_1.png");
     check_name("100%%.png", -1, 1, 2, "100%%_1.png"); /* no specifier: kept as typed */
     check_name("a%s.png", -1, 0, 2, "a%s_0.png");
+    /* widest specifiers (3 digits); a 4-digit width is left as typed */
+    char want[2100];
+    snprintf(want, sizeof want, "%999d_%099d_%%0999d.png", 42, 42);
+    check_name("%999d_%099d_%0999d.png", 42, 0, 1, want); /* 4 digits: not a specifier */
+}
+
+/* bar = 40 cells: `filled` '=' then '>' (unless full) then spaces */
+static void check_bar(int step, int steps, double sec, int filled, const char *tail) {
+    char want[160], bar[41], got[160];
+    for (int i = 0; i < 40; i++) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
+    bar[40] = '\0';
+    snprintf(want, sizeof want, "  |%s|%s", bar, tail);
+    sdc_cli_progress_format(got, sizeof got, step, steps, sec);
+    CHECK(!strcmp(got, want), "bar %d/%d:\n got '%s'\nwant '%s'", step, steps, got, want);
+}
+
+static void test_progress(void) {
+    check_bar(0, 4, 0.0, 0, " 0/4 - 0.00s/it");
+    check_bar(1, 4, 1.234, 10, " 1/4 - 1.23s/it");
+    check_bar(7, 20, 0.5, 14, " 7/20 - 0.50s/it");
+    check_bar(4, 4, 12.0, 40, " 4/4 - 12.00s/it");
+    check_bar(3, 3, 0.005, 40, " 3/3 - 0.01s/it");
+
+    /* not a terminal: only the finished bar of each image is printed, one line each */
+    FILE *f = tmpfile();
+    sdc_cli_progress p;
+    sdc_cli_progress_init(&p, f);
+    p.interactive = false;
+    for (int img = 0; img < 2; img++)
+        for (int s = 1; s <= 3; s++) sdc_cli_progress_step(s, 3, 0.25 * (img + 1), &p);
+    char buf[512] = {0};
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += buf[i] == '\n';
+    CHECK(lines == 2 && strstr(buf, "3/3 - 0.25s/it\n") && strstr(buf, "3/3 - 0.50s/it\n"),
+          "non-tty output: '%s'", buf);
+    CHECK(p.total_steps == 6 && fabs(p.total_seconds - 2.25) < 1e-12, "totals %d %g", p.total_steps,
+          p.total_seconds);
 }
 
 int main(void) {
+    test_progress();
     test_defaults();
     test_all_flags();
     test_help_version();

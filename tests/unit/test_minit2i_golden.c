@@ -4,7 +4,9 @@
 #include "core/backend.h"
 #include "models/minit2i.h"
 #include "models/t5.h"
+#include "sampling/rng.h"
 #include "st_weights.h"
+#include "text/tokenizer.h"
 #include "test_util.h"
 
 static sdc_st_file *golden;
@@ -147,6 +149,56 @@ static void test_dit(sdc_backend *be) {
     st_weights_close(&w);
 }
 
+/* token ids (sd.cpp-compatible tokenizer file), sigmas and initial noise */
+static void test_inputs(void) {
+    sdc_tokenizer *tok = NULL;
+    CHECK(sdc_tokenizer_load(GOLDEN("minit2i/tokenizer_sdcpp_compat.json"), &tok) == SDC_OK,
+          "compat tokenizer: %s", sdc_last_error());
+    const char *prompts[2] = {"a cat", "a red car on a hill, sunset"};
+    for (int p = 0; p < 2 && tok; p++) {
+        char name[32];
+        snprintf(name, sizeof name, "tokens.p%d", p);
+        float *ref = st_read_f32(golden, name, NULL);
+        int32_t ids[256];
+        float mask[256];
+        int32_t n = 0;
+        CHECK(sdc_tokenizer_encode_t5(tok, prompts[p], 256, ids, mask, &n) == SDC_OK, "encode");
+        int bad = 0;
+        for (int i = 0; i < 256; i++) bad += ids[i] != (int32_t)ref[i];
+        printf("tokens p%d (%d real): %d of 256 ids differ from sd.cpp's\n", p, n, bad);
+        CHECK(bad == 0, "tokens p%d: %d ids differ", p, bad);
+        free(ref);
+    }
+    sdc_tokenizer_free(tok);
+    int steps[3] = {1, 4, 10};
+    for (int k = 0; k < 3; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "sigmas.n%d", steps[k]);
+        float *ref = st_read_f32(golden, name, NULL), got[11];
+        sdc_minit2i_sigmas(steps[k], got);
+        compare(name, got, ref, steps[k] + 1, 0);
+        free(ref);
+    }
+    const char *rngs[2] = {"cpu", "cuda"};
+    for (int r = 0; r < 2; r++)
+        for (int sd = 0; sd < 2; sd++) {
+            uint64_t seed = sd ? 7 : 42;
+            char name[48];
+            snprintf(name, sizeof name, "noise.%s.s%d", rngs[r], (int)seed);
+            float *ref = st_read_f32(golden, name, NULL),
+                  *got = malloc(3 * 64 * 64 * sizeof(float));
+            sdc_rng_type type;
+            sdc_rng *rng = NULL;
+            sdc_rng_type_from_name(rngs[r], &type);
+            CHECK(sdc_rng_create(type, seed, &rng) == SDC_OK, "rng");
+            sdc_rng_randn(rng, got, 3 * 64 * 64);
+            /* torch's portable kernel vs sd.cpp's MT19937 differ by <= 2e-6 (golden README) */
+            compare(name, got, ref, 3 * 64 * 64, r == 0 ? 2e-6 : 0);
+            sdc_rng_free(rng);
+            free(ref), free(got);
+        }
+}
+
 int main(void) {
     if (sdc_st_open(GOLDEN("minit2i/golden_a.safetensors"), &golden) != SDC_OK) {
         printf("golden data missing: %s\n", sdc_last_error());
@@ -154,6 +206,7 @@ int main(void) {
         TEST_MAIN_END();
     }
     sdc_backend *be = sdc_backend_cpu_create(2);
+    test_inputs();
     test_tables();
     test_t5(be, GOLDEN("minit2i/minit2i_a_t5_f32.safetensors"), 1e-3);
     test_dit(be);

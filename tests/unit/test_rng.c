@@ -122,7 +122,83 @@ static void test_seed_width(void) {
     CHECK(memcmp(a, b, sizeof a) != 0, "cuda seed 2^32+7 equals 7");
 }
 
+/* std_default against values printed by an independent C++ program built with g++ 12 /
+ * libstdc++ (not part of this repository):
+ *   std::default_random_engine g; g.seed((unsigned)s);
+ *   for n in {5, 3, 8}: { std::normal_distribution<float> d(0, 1); print n x d(g) }
+ * i.e. three successive sd.cpp STDDefaultRNG::randn calls. Seeds 0 and 2^31-1 act as 1. */
+static void test_std_default(void) {
+    static const struct {
+        uint64_t seed;
+        float v[16];
+    } ref[] = {
+        {1,
+         {-0.259093195f, 1.60159206f, -1.49896121f, 0.174767554f, 0.119264036f, 0.458181173f,
+          0.188984558f, 0.39497453f, 0.044196777f, -0.664491951f, -0.636256397f, -0.171248332f,
+          1.73126411f, -0.764852405f, 0.703151405f, 0.145350218f}},
+        {42,
+         {-0.901248038f, 0.896408677f, -1.20271361f, -0.490155309f, 0.0114701251f, -1.67704475f,
+          0.210229442f, -0.110191122f, -0.811931431f, -0.818422675f, -0.569248319f, -1.00437653f,
+          1.20672989f, 0.120552331f, -0.317240506f, 0.178320795f}},
+        {UINT64_C(4294967303),
+         {-0.934290051f, -0.680304527f, 0.247671753f, 1.7365073f, 1.16656172f, 0.269004822f,
+          1.60130584f, 1.04768121f, -0.567726433f, 0.697034419f, 1.45366693f, -0.879386127f,
+          -0.283741802f, 0.125963315f, -0.341368526f, 1.95552754f}},
+    };
+    /* (seed, reference row): 0 and 2^31-1 reduce to the same state as 1 */
+    static const struct {
+        uint64_t seed;
+        int row;
+    } cases[] = {{1, 0}, {42, 1}, {UINT64_C(4294967303), 2}, {0, 0}, {2147483647, 0}};
+    int exact = 0, total = 0;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint64_t seed = cases[c].seed;
+        const float *want = ref[cases[c].row].v;
+        sdc_rng *r;
+        sdc_rng_create(SDC_RNG_STD_DEFAULT, seed, &r);
+        float got[16];
+        sdc_rng_randn(r, got, 5);
+        sdc_rng_randn(r, got + 5, 3);
+        sdc_rng_randn(r, got + 8, 8);
+        sdc_rng_free(r);
+        for (int i = 0; i < 16; i++, total++) exact += got[i] == want[i];
+        CHECK(memcmp(got, want, sizeof got) == 0, "std_default seed %llu differs",
+              (unsigned long long)seed);
+    }
+    printf("%-44s %3d values, %3d bit-identical\n", "std_default vs libstdc++", total, exact);
+}
+
+/* --sampler-rng: a shared stream continues after the initial noise; a distinct
+ * sampler generator starts its own stream from the same seed. */
+static void test_pair(void) {
+    float a[300], b[300], c[300];
+    sdc_rng_pair pr;
+    sdc_rng *solo;
+    CHECK(sdc_rng_pair_create(SDC_RNG_CUDA, -1, 42, &pr) == SDC_OK && pr.init == pr.sampler,
+          "shared pair");
+    sdc_rng_create(SDC_RNG_CUDA, 42, &solo);
+    sdc_rng_randn(pr.init, a, 256);
+    sdc_rng_randn(pr.sampler, a, 256);
+    sdc_rng_randn(solo, b, 256);
+    sdc_rng_randn(solo, b, 256);
+    CHECK(memcmp(a, b, sizeof(float) * 256) == 0, "shared sampler stream does not continue");
+    sdc_rng_pair_free(&pr);
+    sdc_rng_free(solo);
+    CHECK(sdc_rng_pair_create(SDC_RNG_CUDA, SDC_RNG_CPU, 42, &pr) == SDC_OK &&
+              pr.init != pr.sampler,
+          "distinct pair");
+    sdc_rng_create(SDC_RNG_CPU, 42, &solo);
+    sdc_rng_randn(pr.init, a, 256);
+    sdc_rng_randn(pr.sampler, c, 256);
+    sdc_rng_randn(solo, b, 256);
+    CHECK(memcmp(c, b, sizeof(float) * 256) == 0, "sampler rng is not a fresh cpu stream");
+    sdc_rng_pair_free(&pr);
+    sdc_rng_free(solo);
+}
+
 int main(void) {
+    test_pair();
+    test_std_default();
     test_names();
     test_seed_width();
     run_file(GOLDEN("rng/cpu_randn_scalar.safetensors"), SDC_RNG_CPU, 0,

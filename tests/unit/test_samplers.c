@@ -80,7 +80,32 @@ static const float *tensor_f32(sdc_st_file *f, const char *name, int64_t *numel,
 }
 
 static double worst_overall;
-static int runs_checked;
+static int runs_checked, live_checked, kdiff_checked;
+static double kdiff_worst;
+static sdc_st_file *kdiff_file; /* k-diffusion's trajectories, an independent reference */
+
+/* sd.cpp differs from k-diffusion by design here (LMS history shift 1; flow-specific
+ * ancestral steps), see golden/sampling/README.md. */
+static bool kdiff_by_design(const char *set, const char *run) {
+    if (strcmp(run, "lms") == 0) return true;
+    return strcmp(set, "flow_sd3_discrete10") == 0 &&
+           (strcmp(run, "euler_a") == 0 || strcmp(run, "dpm++2s_a") == 0);
+}
+
+/* max over states 1..10 of max|a-b| / max|b|, the README's metric */
+static double kdiff_max_rel(const float states[][NLAT], const float *ref) {
+    double worst = 0;
+    for (int k = 1; k <= NSTEPS; k++) {
+        double mref = 0, mdiff = 0;
+        for (int i = 0; i < NLAT; i++) {
+            double b = ref[(size_t)k * NLAT + i];
+            mref = fmax(mref, fabs(b));
+            mdiff = fmax(mdiff, fabs((double)states[k][i] - b));
+        }
+        worst = fmax(worst, mref > 0 ? mdiff / mref : mdiff);
+    }
+    return worst;
+}
 
 /* rel L2 and max-rel of one state; NaN positions must agree */
 static void compare_state(const char *label, int k, const float *got, const float *ref, double tol,
@@ -200,6 +225,42 @@ static void run_set(const char *file, const char *set_name, set_kind kind) {
                r.next_draw, wl2, wmr);
         if (wl2 > worst_overall) worst_overall = wl2;
         runs_checked++;
+
+        snprintf(key, sizeof key, "%s.%s.kdiff_x", set_name, run);
+        int64_t nk;
+        float *own_k = NULL;
+        const float *kx = kdiff_file ? tensor_f32(kdiff_file, key, &nk, &own_k) : NULL;
+        if (kx && !kdiff_by_design(set_name, run)) {
+            double e = kdiff_max_rel((const float(*)[NLAT])r.states, kx);
+            CHECK(e <= 1e-5, "%s vs k-diffusion: max rel %.3g", label, e);
+            kdiff_worst = fmax(kdiff_worst, e);
+            kdiff_checked++;
+        }
+        free(own_k);
+
+        /* Stochastic runs again with a live generator instead of the replay: sd.cpp's
+         * MT19937 seeded 42, so the draw count and order must match on their own. */
+        if (r.n_draws > 0 || own_sd) {
+            static run_ctx r2;
+            memset(&r2, 0, sizeof r2);
+            r2.kind = kind;
+            sdc_rng *live;
+            sdc_rng_create(SDC_RNG_CPU_SDCPP, 42, &live);
+            p.rng = live;
+            p.step_user = &r2;
+            memcpy(x, x_T, sizeof x);
+            CHECK(sdc_sample(&p, sigmas, NSTEPS + 1, stand_in, &r2, x, NLAT) == SDC_OK, "%s live",
+                  label);
+            double l2 = 0, mr = 0;
+            char live_label[160];
+            snprintf(live_label, sizeof live_label, "%s (live rng)", label);
+            for (int k = 1; k <= NSTEPS; k++) {
+                double tol = (kind == SET_EPS && strcmp(run, "tcd") == 0 && k >= 9) ? 5e-4 : 1e-5;
+                compare_state(live_label, k, r2.states[k], ref_x + (size_t)k * NLAT, tol, &l2, &mr);
+            }
+            live_checked++;
+            sdc_rng_free(live);
+        }
         sdc_rng_free(rng);
         free(own_x);
         free(own_noise);
@@ -291,6 +352,8 @@ static void test_errors(void) {
 
 int main(void) {
     test_errors();
+    CHECK(sdc_st_open(GOLDEN("sampling/kdiffusion_reference.safetensors"), &kdiff_file) == SDC_OK,
+          "open kdiffusion_reference: %s", sdc_last_error());
     run_set(GOLDEN("sampling/trajectories_eps_karras10.safetensors"), "eps_karras10", SET_EPS);
     run_set(GOLDEN("sampling/trajectories_flow_sd3_discrete10.safetensors"), "flow_sd3_discrete10",
             SET_FLOW);
@@ -298,7 +361,11 @@ int main(void) {
     test_brownian_tree(GOLDEN("sampling/trajectories_eps_karras10.safetensors"), "bt eps_karras10");
     test_brownian_tree(GOLDEN("sampling/trajectories_flow_sd3_discrete10.safetensors"),
                        "bt flow_sd3_discrete10");
-    printf("%d runs, worst rel L2 %.3g\n", runs_checked, worst_overall);
+    printf("%d runs (%d also with a live rng), worst rel L2 %.3g\n", runs_checked, live_checked,
+           worst_overall);
+    printf("k-diffusion reference: %d comparable runs, max rel %.3g\n", kdiff_checked, kdiff_worst);
+    CHECK(kdiff_checked >= 25, "only %d k-diffusion comparisons", kdiff_checked);
+    sdc_st_close(kdiff_file);
     CHECK(runs_checked == 81, "expected 81 runs, checked %d", runs_checked);
     TEST_MAIN_END();
 }

@@ -592,27 +592,31 @@ static char *expand_index(const char *pattern, int index) {
     char *out = malloc(cap);
     if (!out) return NULL;
     for (const char *s = pattern; *s;) {
-        if (len + 48 >= cap) {
-            char *grown = realloc(out, cap *= 2);
+        char piece[1024]; /* a width has at most 3 digits: "%999d" fits */
+        size_t spec = s[0] == '%' ? index_spec_len(s) : 0;
+        size_t n;
+        if (s[0] == '%' && s[1] == '%') {
+            piece[0] = '%', n = 1, s += 2;
+        } else if (spec) {
+            int width = 0;
+            bool zero = s[1] == '0';
+            for (size_t k = 1; k + 1 < spec; k++) width = width * 10 + (s[k] - '0');
+            n = (size_t)snprintf(piece, sizeof piece, zero ? "%0*d" : "%*d", width, index);
+            s += spec;
+        } else {
+            piece[0] = *s++, n = 1;
+        }
+        if (len + n + 1 > cap) {
+            while (len + n + 1 > cap) cap *= 2;
+            char *grown = realloc(out, cap);
             if (!grown) {
                 free(out);
                 return NULL;
             }
             out = grown;
         }
-        size_t spec = s[0] == '%' ? index_spec_len(s) : 0;
-        if (s[0] == '%' && s[1] == '%') {
-            out[len++] = '%';
-            s += 2;
-        } else if (spec) {
-            int width = 0;
-            bool zero = s[1] == '0';
-            for (size_t k = 1; k + 1 < spec; k++) width = width * 10 + (s[k] - '0');
-            len += (size_t)snprintf(out + len, cap - len, zero ? "%0*d" : "%*d", width, index);
-            s += spec;
-        } else {
-            out[len++] = *s++;
-        }
+        memcpy(out + len, piece, n);
+        len += n;
     }
     out[len] = '\0';
     return out;

@@ -209,9 +209,13 @@ int main(int argc, char **argv) {
     } else {
         sdc_set_log_level(a.verbose ? SDC_LOG_DEBUG : SDC_LOG_WARN);
         sdc_set_log_callback(log_to_stderr, NULL);
-        if (a.list_devices)
-            rc = fail("--list-devices is not available yet");
-        else if (a.mode == SDC_CLI_MODE_CONVERT)
+        if (a.list_devices) {
+            for (int i = 0; i < sdc_device_count(); i++) {
+                char name[64], desc[512];
+                if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
+                    printf("%s\t%s\n", name, desc);
+            }
+        } else if (a.mode == SDC_CLI_MODE_CONVERT)
             rc = fail("convert mode is not available yet");
         else
             rc = generate(&a);

@@ -227,6 +227,19 @@ static int write_model(const char *path, bool f16, uint64_t seed,
     return e;
 }
 
+/* mkdir -p */
+static int make_dirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: sdc-genmodel [--preset tiny|b16] [--dtype f32|f16] [--seed N] -o DIR\n"
                "writes DIR/minit2i.safetensors, DIR/t5/model.safetensors, DIR/t5/tokenizer.json\n");
@@ -275,9 +288,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     char path[4096];
-    mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/t5", dir);
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+    if (make_dirs(path) != 0) {
         fprintf(stderr, "sdc-genmodel: error: cannot create %s: %s\n", path, strerror(errno));
         return 1;
     }
