@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/grapheme.h"
 #include "text/utf8.h"
 
 /* sentencepiece / HF: an unknown character costs this much below the lowest piece score. */
@@ -451,19 +452,30 @@ static void hf_sanitize(const char *s, size_t len, sbuf *out) {
     }
 }
 
+/* HF's Precompiled normalizer works per extended grapheme cluster: a cluster shorter than
+ * 6 bytes whose bytes start with a rule is replaced whole by the shortest such rule (the
+ * rest of the cluster is dropped, e.g. a second combining accent); otherwise each
+ * character is looked up on its own. sentencepiece instead takes the longest rule at every
+ * position; the two agree on ordinary text. */
 static void hf_precompiled(const sdc_charsmap *cm, const sbuf *in, sbuf *out) {
+    const char *rep;
+    size_t rep_len;
     for (size_t pos = 0; pos < in->n;) {
-        const char *rep;
-        size_t rep_len, used = sdc_charsmap_match(cm, in->p + pos, in->n - pos, &rep, &rep_len);
-        if (used) {
+        size_t glen = sdc_grapheme_next(in->p + pos, in->n - pos);
+        if (glen < 6 && sdc_charsmap_match_shortest(cm, in->p + pos, glen, &rep, &rep_len)) {
             sb_put(out, rep, rep_len);
-            pos += used;
+            pos += glen;
             continue;
         }
-        int32_t cp;
-        size_t n = sdc_utf8_decode(in->p + pos, in->n - pos, &cp);
-        sb_put(out, in->p + pos, n);
-        pos += n;
+        for (size_t end = pos + glen; pos < end;) {
+            int32_t cp;
+            size_t n = sdc_utf8_decode(in->p + pos, end - pos, &cp);
+            if (sdc_charsmap_match_shortest(cm, in->p + pos, n, &rep, &rep_len) == n)
+                sb_put(out, rep, rep_len);
+            else
+                sb_put(out, in->p + pos, n);
+            pos += n;
+        }
     }
 }
 

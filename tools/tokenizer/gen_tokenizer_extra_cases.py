@@ -4,7 +4,8 @@
 Independent implementation: Google's sentencepiece library (Debian python3-sentencepiece
 0.1.97, run with /usr/bin/python3), encoding with ../shared/golden/tokenizer/spiece.model.
 Writes tests/data/tokenizer_extra_cases.json with the same case layout as the golden
-cases.json: {category, text, ids, pieces, t5_ids, decoded}. Deterministic.
+cases.json: {category, text, ids, pieces, t5_ids, decoded}. Deterministic. Then run
+gen_tokenizer_hf_cases.js, which adds the Hugging Face tokenizer's ids (hf_ids, ...).
 
 Usage: /usr/bin/python3 tools/tokenizer/gen_tokenizer_extra_cases.py [GOLDEN_DIR]
 """
@@ -26,9 +27,8 @@ CASES = [
     ("whitespace", "x\u202fy\u205fz\u1680w"),
     ("whitespace", "line\u2028sep\u2029para"),
     # U+0085 (NEL): the charsmap keeps it (an unknown character for sentencepiece) but HF's
-    # WhitespaceSplit splits on it (Rust char::is_whitespace), so HF's ids are those of the
-    # text with a space there: "hf_ids" below.
-    ("hf_whitespace", "para\u0085nel \u0085"),
+    # WhitespaceSplit splits on it (Rust char::is_whitespace)
+    ("whitespace", "para\u0085nel \u0085"),
     ("whitespace", "vt\x0bff\x0cend"),
     ("whitespace", "\u00a0\u00a0leading nbsp"),
     ("whitespace", "a\u3000\u3000b"),
@@ -42,6 +42,12 @@ CASES = [
     ("combining", "\uff76\uff9e\uff8a\uff9f"),
     ("combining", "\uff71\uff72\uff73"),
     ("combining", "i\u0307 \u0130stanbul"),
+    # grapheme clusters: HF's Precompiled normalizer works per cluster (see README limits)
+    ("grapheme", "x\r\ny \r\n"),
+    ("grapheme", "A\u030a\u0301 o\u0308\u0304 \u00e9\u0301 e\u0301x"),
+    ("grapheme", "\u0915\u094d\u0937 \u1100\u1161 \uac00\u0301"),
+    ("grapheme", "\uff76\uff9e \uff8a\uff9f\uff9e"),
+    ("grapheme", "\U0001f1fa\U0001f1f8\U0001f1ef x\u0301\u0301\u0301"),
     # metaspace literal
     ("metaspace", "\u2581"),
     ("metaspace", "\u2581\u2581\u2581"),
@@ -96,8 +102,6 @@ def main():
             "t5_ids": ids + [sp.eos_id()],
             "decoded": sp.decode(ids),
         }
-        if category == "hf_whitespace":
-            case["hf_ids"] = sp.encode(text.replace("\u0085", " "))
         out.append(case)
     doc = {
         "generator": "tools/tokenizer/gen_tokenizer_extra_cases.py",
