@@ -295,7 +295,8 @@ static sdc_status viterbi(const sdc_tokenizer *t, const char *s, size_t n, emitt
         return sdc_fail(SDC_ERR_NO_MEMORY, "tokenizer: lattice of %zu bytes", n);
     }
     for (size_t i = 0; i <= n; i++) score[i] = 0, start[i] = -1, id[i] = -1;
-    const double unk_score = t->min_score - UNK_PENALTY;
+    const double unk_score =
+        t->f32_scores ? (double)(float)(t->min_score - UNK_PENALTY) : t->min_score - UNK_PENALTY;
     sdc_status st = SDC_OK;
     for (size_t pos = 0; pos < n;) {
         size_t mblen = sdc_utf8_lead_len((uint8_t)s[pos]);
@@ -309,12 +310,16 @@ static sdc_status viterbi(const sdc_tokenizer *t, const char *s, size_t n, emitt
             int32_t pid = t->trie.node_id[node];
             if (pid < 0 || !piece_matchable(t->types[pid])) continue;
             size_t len = k + 1 - pos;
-            double sc = t->types[pid] == SDC_PIECE_USER_DEFINED
-                            ? (double)len * t->max_score - 0.1 /* always preferred */
-                            : t->scores[pid];
-            double cand = t->f32_scores ? (double)(float)(sc + base) : sc + base;
+            double sc = t->scores[pid];
+            if (t->types[pid] == SDC_PIECE_USER_DEFINED) /* always preferred */
+                sc = (t->f32_scores ? (double)((float)len * (float)t->max_score)
+                                    : (double)len * t->max_score) -
+                     0.1;
+            /* sentencepiece compares the double sum with the float it stored before,
+             * then stores the sum rounded to float: ties are decided by that rounding */
+            double cand = sc + base;
             if (start[k + 1] < 0 || cand > score[k + 1]) {
-                score[k + 1] = cand;
+                score[k + 1] = t->f32_scores ? (double)(float)cand : cand;
                 start[k + 1] = (int64_t)pos;
                 id[k + 1] = pid;
             }

@@ -1,5 +1,6 @@
-/* Tokenizer against sentencepiece 0.1.97 (golden/tokenizer/cases.json, extra cases in
- * tests/data/tokenizer_extra_cases.json) and sd.cpp (golden/minit2i/tokenizer_sdcpp.json):
+/* Tokenizer against sentencepiece 0.1.97 (golden/tokenizer/cases.json; extra and stress
+ * cases in tests/data/, which also hold Hugging Face tokenizers' results) and sd.cpp
+ * (golden/minit2i/tokenizer_sdcpp.json):
  * spiece.model, tokenizer.json, GGUF-style arrays and the sd.cpp compat file; T5 padding,
  * mask and truncation; the finder's error message; hostile inputs. */
 #include <cjson/cJSON.h>
@@ -575,6 +576,7 @@ int main(void) {
     if (!arr) TEST_MAIN_END();
     test_cases(GOLDEN("tokenizer/cases.json"), sp, hf, arr);
     test_cases(SDC_SOURCE_DIR "/tests/data/tokenizer_extra_cases.json", sp, hf, arr);
+    test_cases(SDC_SOURCE_DIR "/tests/data/tokenizer_stress_cases.json", sp, hf, arr);
     test_sdcpp_compat();
     test_small_spiece();
     test_layouts(json);
