@@ -39,6 +39,80 @@ SDC_API int sdc_device_count(void);
 SDC_API sdc_status sdc_device_info(int index, char *name, size_t name_size, char *desc,
                                    size_t desc_size);
 
+/* ---- logging and progress ---- */
+typedef enum sdc_log_level {
+    SDC_LOG_DEBUG,
+    SDC_LOG_INFO,
+    SDC_LOG_WARN,
+    SDC_LOG_ERROR
+} sdc_log_level;
+typedef void (*sdc_log_fn)(sdc_log_level level, const char *msg, void *user);
+/* Process-wide log sink (default: WARN and ERROR to stderr). */
+SDC_API void sdc_set_log_callback(sdc_log_fn fn, void *user);
+SDC_API void sdc_set_log_level(sdc_log_level min_level);
+
+/* Called after each sampling step: step in 1..steps, seconds spent in that step. */
+typedef void (*sdc_progress_fn)(int step, int steps, double step_seconds, void *user);
+
+/* ---- context: loaded models ---- */
+typedef struct sdc_context sdc_context;
+
+typedef struct sdc_context_params {
+    const char *model_path;           /* -m: full checkpoint, names used as they are */
+    const char *diffusion_model_path; /* --diffusion-model: prefix "model.diffusion_model." */
+    const char *t5xxl_path;           /* --t5xxl: prefix "text_encoders.t5xxl.transformer." */
+    const char *t5_tokenizer_path;    /* --t5-tokenizer: tokenizer.json or spiece.model */
+    int n_threads;                    /* -t: <= 0 means all physical cores */
+    int weight_type; /* --type: ggml type id to convert weights to on load, -1 = as stored */
+} sdc_context_params;
+
+SDC_API void sdc_context_params_init(sdc_context_params *p);
+SDC_API sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out);
+SDC_API void sdc_context_free(sdc_context *ctx);
+/* Asks a running sdc_generate_image on ctx to stop (from any thread); it returns
+ * SDC_ERR_CANCELLED within one sampling step. */
+SDC_API void sdc_cancel(sdc_context *ctx);
+
+/* ---- generation ---- */
+typedef struct sdc_image {
+    uint32_t width, height, channels; /* channels = 3 (RGB) */
+    uint8_t *data;                    /* width*height*channels bytes, row-major */
+    int64_t seed;                     /* the seed this image was generated with */
+} sdc_image;
+
+typedef struct sdc_generate_params {
+    const char *prompt;          /* -p */
+    const char *negative_prompt; /* -n */
+    int width, height;           /* -W, -H */
+    int steps;                   /* --steps */
+    float cfg_scale;             /* --cfg-scale */
+    int64_t seed;                /* -s; < 0: random */
+    const char *sampling_method; /* --sampling-method, NULL = model default */
+    const char *scheduler;       /* --scheduler, NULL = model default */
+    const char *rng;         /* --rng: "cpu" (torch CPU randn), "cuda" (Philox), "std_default" */
+    const char *sampler_rng; /* --sampler-rng, NULL = same as rng */
+    float eta;               /* --eta, for samplers that have one */
+    int batch_count;         /* -b: images with seeds seed, seed+1, ... */
+    sdc_progress_fn progress;
+    void *progress_user;
+} sdc_generate_params;
+
+SDC_API void sdc_generate_params_init(sdc_generate_params *p);
+/* Generates batch_count images. On success *images is an array of *count images that
+ * the caller frees with sdc_free_images. */
+SDC_API sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p,
+                                      sdc_image **images, int *count);
+SDC_API void sdc_free_images(sdc_image *images, int count);
+
+/* A1111-style "parameters" text for a generated image (caller frees with free()). */
+SDC_API char *sdc_generation_parameters_text(const sdc_context *ctx, const sdc_generate_params *p,
+                                             int64_t seed);
+/* Writes an 8-bit RGB PNG, with a tEXt "parameters" chunk when parameters != NULL. */
+SDC_API sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *parameters);
+
+/* Peak resident set size of this process in bytes (0 if unknown). */
+SDC_API size_t sdc_peak_rss_bytes(void);
+
 #ifdef __cplusplus
 }
 #endif

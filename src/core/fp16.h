@@ -38,7 +38,7 @@ static inline sdc_fp16 sdc_f32_to_fp16(float f) {
     if (ax >= 0x7f800000u) /* inf or nan */
         return (sdc_fp16)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
     if (ax >= 0x477ff000u) return (sdc_fp16)(sign | 0x7c00); /* rounds to >= 65520: inf */
-    if (ax < 0x38800000u) {                                   /* below 2^-14: subnormal half */
+    if (ax < 0x38800000u) {                                  /* below 2^-14: subnormal half */
         /* add 0.5 (magic) so the FPU rounds the mantissa to nearest even for us */
         float v = sdc_bits_f32(ax) + 0.5f;
         return (sdc_fp16)(sign | (sdc_f32_bits(v) - 0x3f000000u));
@@ -48,7 +48,9 @@ static inline sdc_fp16 sdc_f32_to_fp16(float f) {
     return (sdc_fp16)(sign | (ax >> 13));
 }
 
-static inline float sdc_bf16_to_f32(sdc_bf16 h) { return sdc_bits_f32((uint32_t)h << 16); }
+static inline float sdc_bf16_to_f32(sdc_bf16 h) {
+    return sdc_bits_f32((uint32_t)h << 16);
+}
 
 static inline sdc_bf16 sdc_f32_to_bf16(float f) {
     uint32_t x = sdc_f32_bits(f);

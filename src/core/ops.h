@@ -7,7 +7,8 @@
 #include "core/graph.h"
 
 /* ---- views (no copy) ---- */
-sdc_tensor *sdc_reshape(sdc_graph *g, sdc_tensor *a, int ndims, const int64_t *ne); /* a contiguous */
+sdc_tensor *sdc_reshape(sdc_graph *g, sdc_tensor *a, int ndims,
+                        const int64_t *ne); /* a contiguous */
 sdc_tensor *sdc_reshape_2d(sdc_graph *g, sdc_tensor *a, int64_t n0, int64_t n1);
 sdc_tensor *sdc_reshape_3d(sdc_graph *g, sdc_tensor *a, int64_t n0, int64_t n1, int64_t n2);
 sdc_tensor *sdc_reshape_4d(sdc_graph *g, sdc_tensor *a, int64_t n0, int64_t n1, int64_t n2,
@@ -19,7 +20,7 @@ sdc_tensor *sdc_transpose(sdc_graph *g, sdc_tensor *a); /* swap dims 0 and 1 */
 sdc_tensor *sdc_slice(sdc_graph *g, sdc_tensor *a, const int64_t *ne, const int64_t *off);
 
 /* ---- copies and layout ---- */
-sdc_tensor *sdc_cont(sdc_graph *g, sdc_tensor *a);               /* contiguous copy, same type */
+sdc_tensor *sdc_cont(sdc_graph *g, sdc_tensor *a);                /* contiguous copy, same type */
 sdc_tensor *sdc_cast(sdc_graph *g, sdc_tensor *a, sdc_type type); /* F32/F16/BF16 conversion */
 sdc_tensor *sdc_concat(sdc_graph *g, sdc_tensor *a, sdc_tensor *b, int dim);
 sdc_tensor *sdc_repeat(sdc_graph *g, sdc_tensor *a, const int64_t *ne); /* ne multiple of a's */
@@ -35,6 +36,9 @@ sdc_tensor *sdc_div(sdc_graph *g, sdc_tensor *a, sdc_tensor *b);
 sdc_tensor *sdc_scale(sdc_graph *g, sdc_tensor *a, float s, float bias); /* a*s + bias */
 sdc_tensor *sdc_gelu(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_gelu_erf(sdc_graph *g, sdc_tensor *a);
+/* GELU as sd.cpp's ggml computes it: f16(gelu(f16(x))) for -10 < x < 10, 0 below, x above.
+ * Models use it where matching sd.cpp's outputs closely matters (T5). */
+sdc_tensor *sdc_gelu_f16(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_silu(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_relu(sdc_graph *g, sdc_tensor *a);
 sdc_tensor *sdc_sigmoid(sdc_graph *g, sdc_tensor *a);
@@ -58,8 +62,10 @@ sdc_tensor *sdc_group_norm(sdc_graph *g, sdc_tensor *a, int groups, sdc_tensor *
                            float eps);
 
 /* ---- position encodings ---- */
-enum { SDC_ROPE_INTERLEAVED = 0, /* pairs (x[2i], x[2i+1]): Flux, MiniT2I */
-       SDC_ROPE_HALF = 1 };      /* pairs (x[i], x[i+D/2]): NeoX */
+enum {
+    SDC_ROPE_INTERLEAVED = 0, /* pairs (x[2i], x[2i+1]): Flux, MiniT2I */
+    SDC_ROPE_HALF = 1
+}; /* pairs (x[i], x[i+D/2]): NeoX */
 /* x ne=[D, H, L, B]; cos, sin F32 ne=[D/2, L] (or [D/2, L, 1, B]) built on the host for any
  * positions and axes (1-D text, 2-D/3-D multi-axis image). out = x rotated per pair:
  * (x0*c - x1*s, x0*s + x1*c). */

@@ -31,22 +31,36 @@ sdc_status sdc_fail_prefix(sdc_status code, const char *fmt, ...) {
     return code;
 }
 
-void sdc_clear_error(void) { g_error[0] = '\0'; }
+void sdc_clear_error(void) {
+    g_error[0] = '\0';
+}
 
-const char *sdc_last_error(void) { return g_error; }
+const char *sdc_last_error(void) {
+    return g_error;
+}
 
 const char *sdc_status_string(sdc_status s) {
     switch (s) {
-    case SDC_OK: return "ok";
-    case SDC_ERR_INVALID_ARG: return "invalid argument";
-    case SDC_ERR_IO: return "i/o error";
-    case SDC_ERR_FORMAT: return "malformed file";
-    case SDC_ERR_NO_MEMORY: return "out of memory";
-    case SDC_ERR_UNSUPPORTED: return "unsupported";
-    case SDC_ERR_CANCELLED: return "cancelled";
-    case SDC_ERR_INTERNAL: return "internal error";
+    case SDC_OK:
+        return "ok";
+    case SDC_ERR_INVALID_ARG:
+        return "invalid argument";
+    case SDC_ERR_IO:
+        return "i/o error";
+    case SDC_ERR_FORMAT:
+        return "malformed file";
+    case SDC_ERR_NO_MEMORY:
+        return "out of memory";
+    case SDC_ERR_UNSUPPORTED:
+        return "unsupported";
+    case SDC_ERR_CANCELLED:
+        return "cancelled";
+    case SDC_ERR_INTERNAL:
+        return "internal error";
     }
     return "unknown status";
 }
 
-const char *sdc_version(void) { return SDC_VERSION_STRING; }
+const char *sdc_version(void) {
+    return SDC_VERSION_STRING;
+}

@@ -6,10 +6,10 @@
 
 #include "core/types.h"
 
-#define SDC_MAX_DIMS 4
-#define SDC_MAX_SRC 6
+#define SDC_MAX_DIMS      4
+#define SDC_MAX_SRC       6
 #define SDC_MAX_OP_PARAMS 16
-#define SDC_MAX_NAME 128
+#define SDC_MAX_NAME      128
 
 typedef enum sdc_op {
     SDC_OP_NONE = 0, /* leaf: weight (data set) or input (data set before compute) */
@@ -44,8 +44,10 @@ typedef enum sdc_op {
     SDC_OP_UPSAMPLE,   /* nearest, integer factor i[0] in dims 0 and 1 */
     SDC_OP_MEAN,       /* mean over ne[0] -> ne[0]=1 */
     SDC_OP_SUM_ROWS,   /* sum over ne[0] -> ne[0]=1 */
-    SDC_OP_GET_ROWS,   /* rows of src[0] (ne=[D,V]) picked by I32 ids src[1] (ne=[n,b]) -> [D,n,b] */
-    SDC_OP_TIMESTEP_EMBED, /* t (F32 [n]) -> [dim, n]; i[0]=dim i[1]=max_period; f[2]=flip (cos first) */
+    SDC_OP_GET_ROWS, /* rows of src[0] (ne=[D,V]) picked by I32 ids src[1] (ne=[n,b]) -> [D,n,b] */
+    SDC_OP_TIMESTEP_EMBED, /* t (F32 [n]) -> [dim, n]; i[0]=dim i[1]=max_period; f[2]=flip (cos
+                              first) */
+    SDC_OP_GELU_F16,       /* tanh GELU through an F16 table, as ggml's CPU backend evaluates it */
     SDC_OP_COUNT
 } sdc_op;
 
@@ -70,7 +72,8 @@ typedef struct sdc_tensor {
     struct sdc_tensor *view_src; /* for views: the tensor that owns the memory */
     size_t view_offset;          /* bytes from view_src->data */
     int flags;
-    int index; /* position in its graph's node list, -1 for leaves */
+    int index;               /* position in its graph's node list, -1 for leaves */
+    struct sdc_graph *graph; /* the graph that created it; NULL for weights */
 
     /* planner results */
     int64_t plan_offset; /* byte offset in the scratch buffer, -1 if not planned */
@@ -78,6 +81,9 @@ typedef struct sdc_tensor {
 
     char name[SDC_MAX_NAME];
 } sdc_tensor;
+
+/* "matmul", "attention", ... for messages and profiles */
+const char *sdc_op_name(int op);
 
 int64_t sdc_tensor_nelements(const sdc_tensor *t);
 int64_t sdc_tensor_nrows(const sdc_tensor *t); /* ne[1]*ne[2]*ne[3] */

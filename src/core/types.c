@@ -13,8 +13,7 @@ static void f32_from_f32_row(const float *src, void *dst, int64_t n, const float
     memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
-#define QT(id, nm, bs, bb, fn)                                                                     \
-    [id] = {nm, bs, bb, true, sdc_dequant_##fn, sdc_quant_##fn}
+#define QT(id, nm, bs, bb, fn) [id] = {nm, bs, bb, true, sdc_dequant_##fn, sdc_quant_##fn}
 
 static const sdc_type_traits g_traits[SDC_TYPE_COUNT] = {
     [SDC_TYPE_F32] = {"f32", 1, 4, false, f32_to_f32_row, f32_from_f32_row},

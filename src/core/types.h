@@ -37,7 +37,7 @@ typedef enum sdc_type {
 #define SDC_QK5_1 32
 #define SDC_QK8_0 32
 #define SDC_QK8_1 32
-#define SDC_QK_K 256
+#define SDC_QK_K  256
 
 /* Row converters. n is a multiple of the block size. */
 typedef void (*sdc_to_float_fn)(const void *src, float *dst, int64_t n);
@@ -46,9 +46,9 @@ typedef void (*sdc_to_float_fn)(const void *src, float *dst, int64_t n);
 typedef void (*sdc_from_float_fn)(const float *src, void *dst, int64_t n, const float *importance);
 
 typedef struct sdc_type_traits {
-    const char *name;    /* ggml_type_name spelling: "f32", "q4_K", ... */
-    int64_t block_size;  /* elements per block (1 for plain types) */
-    size_t block_bytes;  /* bytes per block */
+    const char *name;   /* ggml_type_name spelling: "f32", "q4_K", ... */
+    int64_t block_size; /* elements per block (1 for plain types) */
+    size_t block_bytes; /* bytes per block */
     bool is_quantized;
     sdc_to_float_fn to_float;     /* NULL for integer types */
     sdc_from_float_fn from_float; /* NULL where not supported */

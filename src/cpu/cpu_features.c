@@ -30,9 +30,13 @@ static sdc_isa detect(void) {
     return isa;
 }
 #elif defined(__aarch64__)
-static sdc_isa detect(void) { return SDC_ISA_NEON; }
+static sdc_isa detect(void) {
+    return SDC_ISA_NEON;
+}
 #else
-static sdc_isa detect(void) { return SDC_ISA_SCALAR; }
+static sdc_isa detect(void) {
+    return SDC_ISA_SCALAR;
+}
 #endif
 
 static _Atomic int g_supported = -1;
@@ -74,11 +78,16 @@ sdc_isa sdc_cpu_set_isa(sdc_isa cap) {
 
 const char *sdc_isa_name(sdc_isa isa) {
     switch (isa) {
-    case SDC_ISA_SCALAR: return "scalar";
-    case SDC_ISA_NEON: return "neon";
-    case SDC_ISA_AVX: return "avx";
-    case SDC_ISA_AVX2: return "avx2+fma+f16c";
-    case SDC_ISA_AVX512: return "avx512";
+    case SDC_ISA_SCALAR:
+        return "scalar";
+    case SDC_ISA_NEON:
+        return "neon";
+    case SDC_ISA_AVX:
+        return "avx";
+    case SDC_ISA_AVX2:
+        return "avx2+fma+f16c";
+    case SDC_ISA_AVX512:
+        return "avx512";
     }
     return "?";
 }

@@ -9,6 +9,7 @@ static const sdc_cpu_kernel_fn g_kernels[SDC_OP_COUNT] = {
     [SDC_OP_SCALE] = sdc_cpu_unary,
     [SDC_OP_GELU] = sdc_cpu_unary,
     [SDC_OP_GELU_ERF] = sdc_cpu_unary,
+    [SDC_OP_GELU_F16] = sdc_cpu_unary,
     [SDC_OP_SILU] = sdc_cpu_unary,
     [SDC_OP_RELU] = sdc_cpu_unary,
     [SDC_OP_SIGMOID] = sdc_cpu_unary,

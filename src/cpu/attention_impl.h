@@ -1,0 +1,29 @@
+/* The per-query-block attention kernel behind sdc_cpu_attention, in scalar and SIMD
+ * variants. The driver (attention.c) packs F32 operands; the kernel runs the tiled
+ * online softmax over all key blocks. */
+#ifndef SDC_CPU_ATTENTION_IMPL_H
+#define SDC_CPU_ATTENTION_IMPL_H
+
+#include <stdint.h>
+
+#define SDC_ATTN_BQ 48  /* query rows per block (a multiple of the 6-row micro-kernel) */
+#define SDC_ATTN_BK 256 /* keys per score tile (a multiple of 16) */
+
+typedef struct sdc_attn_block {
+    int64_t nq;        /* query rows to compute, padded (rows beyond the real ones are zero) */
+    int64_t d, dv;     /* head dims of q/k and of v */
+    int64_t dvp;       /* dv padded to a multiple of 16 (row stride of v and o) */
+    int64_t lk, lkp;   /* keys, and keys padded to a multiple of 16 (row stride of mask) */
+    const float *q;    /* [nq][d], already multiplied by the scale */
+    const float *kt;   /* [d][lkp]: keys transposed, zero padded */
+    const float *v;    /* [lkp][dvp]: zero padded */
+    const float *mask; /* [nq][lkp] additive, or NULL */
+    float *s;          /* scratch [nq][SDC_ATTN_BK] */
+    float *o;          /* out [nq][dvp]: softmax(q kt + mask) v; fully masked rows give 0 */
+    float *m, *l;      /* scratch [nq]: running max and sum */
+} sdc_attn_block;
+
+void sdc_attn_block_scalar(const sdc_attn_block *b);
+void sdc_attn_block_avx2(const sdc_attn_block *b);
+
+#endif

@@ -1,0 +1,226 @@
+/* The CPU backend: plans a graph, keeps one scratch buffer (grown as needed) and runs
+ * every node on the thread pool, with a barrier between nodes. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/backend.h"
+#include "cpu/cpu_features.h"
+#include "cpu/cpu_ops.h"
+
+#define SDC_CPU_ALIGN 64
+
+/* SDC_PROFILE=1: time per op kind, printed when the backend is freed */
+typedef struct op_profile {
+    double seconds[SDC_OP_COUNT];
+    long count[SDC_OP_COUNT];
+    double flops[SDC_OP_COUNT];
+} op_profile;
+
+typedef struct cpu_backend {
+    op_profile *profile; /* NULL unless SDC_PROFILE=1 */
+    sdc_threadpool *pool;
+    void *scratch;
+    size_t scratch_size;
+    sdc_plan_stats last_plan;
+} cpu_backend;
+
+typedef struct run_state {
+    sdc_graph *g;
+    sdc_threadpool *pool;
+    void *work;
+    size_t work_size;
+    sdc_eval_fn cb;
+    void *cb_user;
+    bool observe; /* decided by thread 0 for the current node */
+    op_profile *profile;
+    _Atomic int cancelled;
+} run_state;
+
+static const char *cpu_name(const sdc_backend *b) {
+    return "cpu";
+}
+
+static void print_profile(const op_profile *pr) {
+    double total = 0;
+    for (int i = 0; i < SDC_OP_COUNT; i++) total += pr->seconds[i];
+    fprintf(stderr, "profile: %.3f s in kernels\n%-12s %8s %9s %6s %9s\n", total, "op", "calls",
+            "seconds", "share", "GFLOP/s");
+    for (int i = 0; i < SDC_OP_COUNT; i++) {
+        if (!pr->count[i]) continue;
+        fprintf(stderr, "%-12s %8ld %9.3f %5.1f%% %9.1f\n", sdc_op_name(i), pr->count[i],
+                pr->seconds[i], 100.0 * pr->seconds[i] / (total > 0 ? total : 1),
+                pr->seconds[i] > 0 ? pr->flops[i] / pr->seconds[i] * 1e-9 : 0.0);
+    }
+}
+
+static void cpu_free(sdc_backend *b) {
+    cpu_backend *c = b->impl;
+    if (c->profile) {
+        print_profile(c->profile);
+        free(c->profile);
+    }
+    sdc_threadpool_free(c->pool);
+    free(c->scratch);
+    free(c);
+    free(b);
+}
+
+static sdc_status cpu_alloc(sdc_backend *b, size_t size, void **ptr) {
+    *ptr = aligned_alloc(SDC_CPU_ALIGN, (size + SDC_CPU_ALIGN - 1) / SDC_CPU_ALIGN * SDC_CPU_ALIGN);
+    return *ptr ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "cpu: cannot allocate %zu bytes", size);
+}
+
+static void cpu_release(sdc_backend *b, void *ptr) {
+    free(ptr);
+}
+
+static sdc_status cpu_copy(sdc_backend *b, void *dst, const void *src, size_t size) {
+    memcpy(dst, src, size);
+    return SDC_OK;
+}
+
+static bool cpu_supports(const sdc_backend *b, const sdc_tensor *node) {
+    return node->op == SDC_OP_NONE || node->op == SDC_OP_VIEW || sdc_cpu_kernel_for(node->op);
+}
+
+typedef struct work_ctx {
+    int nth;
+} work_ctx;
+
+static size_t node_work_size(const sdc_tensor *node, void *user) {
+    sdc_cpu_work_fn f = sdc_cpu_work_for(node->op);
+    return f ? f(node, ((work_ctx *)user)->nth) : 0;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* multiply-adds x 2 of the ops that dominate, for the profile's GFLOP/s column */
+static double node_flops(const sdc_tensor *t) {
+    if (t->op == SDC_OP_MATMUL)
+        return 2.0 * (double)t->src[0]->ne[0] * (double)sdc_tensor_nelements(t);
+    if (t->op == SDC_OP_ATTENTION) {
+        const sdc_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+        return 2.0 * (double)q->ne[1] * (double)k->ne[1] * (double)(q->ne[0] + v->ne[0]) *
+               (double)q->ne[2] * (double)q->ne[3];
+    }
+    if (t->op == SDC_OP_CONV2D) {
+        const sdc_tensor *w = t->src[1];
+        return 2.0 * (double)sdc_tensor_nelements(t) * (double)(w->ne[0] * w->ne[1] * w->ne[2]);
+    }
+    return 0;
+}
+
+static void run_graph(void *arg, int ith, int nth) {
+    run_state *rs = arg;
+    sdc_cpu_params p = {ith, nth, rs->work, rs->work_size, rs->pool};
+    int n = sdc_graph_n_nodes(rs->g);
+    for (int i = 0; i < n; i++) {
+        sdc_tensor *t = sdc_graph_get_node(rs->g, i);
+        if (t->op == SDC_OP_VIEW || t->op == SDC_OP_NONE) continue;
+        if (rs->cb) {
+            if (ith == 0) rs->observe = rs->cb(t, true, rs->cb_user);
+            sdc_cpu_barrier(&p);
+        }
+        double t0 = rs->profile && ith == 0 ? now_seconds() : 0;
+        sdc_cpu_kernel_for(t->op)(&p, t);
+        sdc_cpu_barrier(&p);
+        if (rs->profile && ith == 0) {
+            rs->profile->seconds[t->op] += now_seconds() - t0;
+            rs->profile->count[t->op]++;
+            rs->profile->flops[t->op] += node_flops(t);
+        }
+        if (rs->cb) {
+            if (ith == 0 && rs->observe && !rs->cb(t, false, rs->cb_user))
+                atomic_store(&rs->cancelled, 1);
+            sdc_cpu_barrier(&p);
+            if (atomic_load(&rs->cancelled)) return;
+        }
+    }
+}
+
+static sdc_status cpu_compute(sdc_backend *b, sdc_graph *g, sdc_eval_fn cb, void *cb_user) {
+    cpu_backend *c = b->impl;
+    int nth = sdc_threadpool_size(c->pool);
+    int n = sdc_graph_n_nodes(g);
+    for (int i = 0; i < n; i++) {
+        sdc_tensor *t = sdc_graph_get_node(g, i);
+        if (!cpu_supports(b, t))
+            return sdc_fail(SDC_ERR_UNSUPPORTED, "cpu: op %d of node '%s' has no kernel",
+                            (int)t->op, t->name);
+    }
+    work_ctx wc = {nth};
+    sdc_plan_stats st;
+    sdc_status s = sdc_graph_plan(g, SDC_CPU_ALIGN, node_work_size, &wc, &st);
+    if (s != SDC_OK) return s;
+    size_t work_off = (st.scratch_bytes + SDC_CPU_ALIGN - 1) / SDC_CPU_ALIGN * SDC_CPU_ALIGN;
+    size_t need = work_off + st.work_bytes + SDC_CPU_ALIGN;
+    if (need > c->scratch_size) {
+        free(c->scratch);
+        c->scratch = NULL;
+        c->scratch_size = 0;
+        s = cpu_alloc(b, need, &c->scratch);
+        if (s != SDC_OK) return s;
+        c->scratch_size = need;
+    }
+    c->last_plan = st;
+    sdc_graph_bind(g, c->scratch);
+    run_state rs = {.g = g,
+                    .pool = c->pool,
+                    .profile = c->profile,
+                    .work = (char *)c->scratch + work_off,
+                    .work_size = st.work_bytes,
+                    .cb = cb,
+                    .cb_user = cb_user};
+    sdc_threadpool_run(c->pool, run_graph, &rs);
+    if (atomic_load(&rs.cancelled)) return sdc_fail(SDC_ERR_CANCELLED, "computation cancelled");
+    return SDC_OK;
+}
+
+static void cpu_memory(const sdc_backend *b, size_t *free_bytes, size_t *total_bytes) {
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES),
+         psize = sysconf(_SC_PAGESIZE);
+    if (total_bytes) *total_bytes = pages > 0 ? (size_t)pages * (size_t)psize : 0;
+    if (free_bytes) *free_bytes = avail > 0 ? (size_t)avail * (size_t)psize : 0;
+}
+
+static const sdc_backend_iface g_cpu_iface = {
+    .name = cpu_name,
+    .free = cpu_free,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .copy_in = cpu_copy,
+    .copy_out = cpu_copy,
+    .supports_op = cpu_supports,
+    .compute = cpu_compute,
+    .memory = cpu_memory,
+};
+
+sdc_backend *sdc_backend_cpu_create(int n_threads) {
+    sdc_backend *b = calloc(1, sizeof *b);
+    cpu_backend *c = calloc(1, sizeof *c);
+    if (!b || !c) goto fail;
+    const char *prof = getenv("SDC_PROFILE");
+    if (prof && *prof == '1') c->profile = calloc(1, sizeof(op_profile));
+    c->pool = sdc_threadpool_create(n_threads);
+    if (!c->pool) goto fail;
+    b->iface = &g_cpu_iface;
+    b->impl = c;
+    return b;
+fail:
+    free(b);
+    free(c);
+    sdc_fail(SDC_ERR_NO_MEMORY, "cpu: cannot create backend");
+    return NULL;
+}
+
+sdc_plan_stats sdc_backend_cpu_last_plan(const sdc_backend *b) {
+    return ((const cpu_backend *)b->impl)->last_plan;
+}

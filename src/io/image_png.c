@@ -1,0 +1,238 @@
+/* PNG output (sdc_save_png, with the A1111 "parameters" text) and input, via libpng.
+ * libpng reports errors by longjmp; each entry point catches them and turns the
+ * message into an sdc_status with the file name. */
+#include <errno.h>
+#include <png.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "io/image.h"
+
+/* A zTXt/iCCP chunk may not expand beyond this (defends against compression bombs). */
+#define PNG_CHUNK_MALLOC_MAX (64u << 20)
+/* Files larger than this are not PNG images we would want to read. */
+#define PNG_FILE_MAX (1024L << 20)
+
+typedef struct png_err {
+    char msg[256];
+} png_err;
+
+static void on_png_error(png_structp png, png_const_charp msg) {
+    png_err *e = png_get_error_ptr(png);
+    if (e) snprintf(e->msg, sizeof e->msg, "%s", msg ? msg : "unknown libpng error");
+    png_longjmp(png, 1);
+}
+
+static void on_png_warning(png_structp png, png_const_charp msg) {
+    (void)png;
+    sdc_log(SDC_LOG_DEBUG, "libpng: %s", msg ? msg : "");
+}
+
+/* ---- writing ---- */
+
+static sdc_status check_image(const char *path, const sdc_image *img) {
+    if (!path || !*path) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_save_png: empty path");
+    if (!img || !img->data) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: no image data", path);
+    if (img->width == 0 || img->height == 0 || img->width > SDC_PNG_MAX_SIDE ||
+        img->height > SDC_PNG_MAX_SIDE)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: image size %ux%u outside 1..%d", path, img->width,
+                        img->height, SDC_PNG_MAX_SIDE);
+    if (img->channels != 1 && img->channels != 3 && img->channels != 4)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: %u channels (expected 1, 3 or 4)", path,
+                        img->channels);
+    return SDC_OK;
+}
+
+static int color_type_of(uint32_t channels) {
+    return channels == 1   ? PNG_COLOR_TYPE_GRAY
+           : channels == 3 ? PNG_COLOR_TYPE_RGB
+                           : PNG_COLOR_TYPE_RGB_ALPHA;
+}
+
+/* Everything libpng may longjmp out of; returns 0 on success. */
+static int write_png_stream(png_structp png, png_infop info, FILE *f, const sdc_image *img,
+                            const char *parameters) {
+    if (setjmp(png_jmpbuf(png))) return -1;
+    png_init_io(png, f);
+    png_set_IHDR(png, info, img->width, img->height, 8, color_type_of(img->channels),
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (parameters) {
+        /* tEXt goes before IDAT, where readers (A1111, sd.cpp) look first */
+        png_text text;
+        memset(&text, 0, sizeof text);
+        text.compression = PNG_TEXT_COMPRESSION_NONE;
+        text.key = (png_charp) "parameters";
+        text.text = (png_charp)parameters;
+        text.text_length = strlen(parameters);
+        png_set_text(png, info, &text, 1);
+    }
+    png_write_info(png, info);
+    size_t stride = (size_t)img->width * img->channels;
+    for (uint32_t y = 0; y < img->height; y++) png_write_row(png, img->data + (size_t)y * stride);
+    png_write_end(png, info);
+    return 0;
+}
+
+sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *parameters) {
+    sdc_status st = check_image(path, img);
+    if (st != SDC_OK) return st;
+
+    FILE *f = fopen(path, "wb");
+    if (!f) return sdc_fail(SDC_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+
+    png_err err = {{0}};
+    png_structp png =
+        png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, on_png_error, on_png_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        png_destroy_write_struct(&png, &info);
+        fclose(f);
+        remove(path);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: cannot create PNG writer", path);
+    }
+    int rc = write_png_stream(png, info, f, img, parameters);
+    png_destroy_write_struct(&png, &info);
+
+    /* a full disk often shows only at flush/close time */
+    int flush_failed = fflush(f) != 0 || ferror(f);
+    int close_failed = fclose(f) != 0;
+    if (rc != 0) {
+        remove(path);
+        return sdc_fail(SDC_ERR_IO, "%s: cannot write PNG: %s", path, err.msg);
+    }
+    if (flush_failed || close_failed) {
+        int e = errno;
+        remove(path);
+        return sdc_fail(SDC_ERR_IO, "%s: write failed: %s", path, strerror(e));
+    }
+    return SDC_OK;
+}
+
+/* ---- reading ---- */
+
+typedef struct mem_reader {
+    const uint8_t *data;
+    size_t size, pos;
+} mem_reader;
+
+static void read_from_memory(png_structp png, png_bytep out, size_t n) {
+    mem_reader *r = png_get_io_ptr(png);
+    if (n > r->size - r->pos) png_error(png, "file is truncated");
+    memcpy(out, r->data + r->pos, n);
+    r->pos += n;
+}
+
+typedef struct png_decoded {
+    uint8_t *rgb;
+    png_bytep *rows;
+    int w, h;
+} png_decoded;
+
+/* Everything libpng may longjmp out of; returns 0 on success. On failure the caller frees
+ * out->rgb and out->rows (set before anything can fail after their allocation). */
+static int decode_png(png_structp png, png_infop info, mem_reader *r, png_decoded *out) {
+    if (setjmp(png_jmpbuf(png))) return -1;
+    png_set_read_fn(png, r, read_from_memory);
+    png_set_user_limits(png, SDC_PNG_MAX_SIDE, SDC_PNG_MAX_SIDE);
+    png_set_chunk_malloc_max(png, PNG_CHUNK_MALLOC_MAX);
+    png_read_info(png, info);
+
+    png_uint_32 w = 0, h = 0;
+    int depth = 0, color = 0, interlace = 0;
+    png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+
+    /* Normalise every layout to 8-bit RGB. */
+    if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+    if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (depth == 16) png_set_strip_16(png);
+    /* a tRNS chunk turns into an alpha channel during expansion: drop it like real alpha */
+    bool trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+    if (trns) png_set_tRNS_to_alpha(png);
+    if ((color & PNG_COLOR_MASK_ALPHA) || trns) png_set_strip_alpha(png);
+    if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA)
+        png_set_gray_to_rgb(png);
+    if (interlace != PNG_INTERLACE_NONE) png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+
+    if (png_get_rowbytes(png, info) != (size_t)w * 3)
+        png_error(png, "unexpected row layout after conversion to RGB");
+
+    out->rgb = malloc((size_t)w * h * 3);
+    out->rows = malloc(sizeof(png_bytep) * h);
+    if (!out->rgb || !out->rows) png_error(png, "out of memory");
+    for (png_uint_32 y = 0; y < h; y++) out->rows[y] = out->rgb + (size_t)y * w * 3;
+    png_read_image(png, out->rows);
+    out->w = (int)w;
+    out->h = (int)h;
+    return 0;
+}
+
+sdc_status sdc_png_read_memory(const void *data, size_t size, const char *label, uint8_t **rgb,
+                               int *w, int *h) {
+    if (!label) label = "<memory>";
+    if (!rgb || !w || !h) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: null output pointer", label);
+    *rgb = NULL;
+    *w = *h = 0;
+    if (!data && size) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: null data", label);
+    if (size < 8 || png_sig_cmp((png_const_bytep)data, 0, 8) != 0)
+        return sdc_fail(SDC_ERR_FORMAT, "%s: not a PNG file (bad signature)", label);
+
+    png_err err = {{0}};
+    png_structp png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_png_error, on_png_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        png_destroy_read_struct(&png, &info, NULL);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: cannot create PNG reader", label);
+    }
+    mem_reader r = {data, size, 0};
+    png_decoded out = {NULL, NULL, 0, 0};
+    int rc = decode_png(png, info, &r, &out);
+    png_destroy_read_struct(&png, &info, NULL);
+    free(out.rows);
+    if (rc != 0) {
+        free(out.rgb);
+        return sdc_fail(SDC_ERR_FORMAT, "%s: invalid PNG: %s", label, err.msg);
+    }
+    *rgb = out.rgb;
+    *w = out.w;
+    *h = out.h;
+    return SDC_OK;
+}
+
+sdc_status sdc_png_read(const char *path, uint8_t **rgb, int *w, int *h) {
+    if (!rgb || !w || !h) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: null output pointer");
+    *rgb = NULL;
+    *w = *h = 0;
+    if (!path || !*path) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: empty path");
+    FILE *f = fopen(path, "rb");
+    if (!f) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return sdc_fail(SDC_ERR_IO, "%s: cannot determine file size", path);
+    }
+    if (n > PNG_FILE_MAX) {
+        fclose(f);
+        return sdc_fail(SDC_ERR_FORMAT, "%s: file too large for a PNG image (%ld bytes)", path, n);
+    }
+    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (!buf) {
+        fclose(f);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: cannot allocate %ld bytes", path, n);
+    }
+    size_t got = fread(buf, 1, (size_t)n, f);
+    int read_failed = ferror(f);
+    fclose(f);
+    if (read_failed || got != (size_t)n) {
+        free(buf);
+        return sdc_fail(SDC_ERR_IO, "%s: read failed", path);
+    }
+    sdc_status st = sdc_png_read_memory(buf, got, path, rgb, w, h);
+    free(buf);
+    return st;
+}

@@ -1,0 +1,518 @@
+/* Model loader: see model_loader.h. Adding a file is all or nothing: names, sizes and
+ * conversions are checked and memory is reserved before the first tensor joins the
+ * map, so a failed file leaves the loader as it was. Mapped weights are read-only:
+ * sdc_tensor.data is not const, but writing through it faults. */
+#include "io/model_loader.h"
+
+#include "core/fp16.h"
+#include "io/name_index.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define LOADER_ALIGN 64
+
+typedef struct entry {
+    sdc_tensor t; /* first member: an sdc_tensor pointer is an entry pointer */
+    int file;
+} entry;
+
+typedef struct lfile {
+    char *path, *prefix;
+    sdc_file_format fmt;
+    sdc_gguf_file *gguf;
+    sdc_st_file *st;
+    entry *entries;
+    int n;
+    void *owned; /* converted or realigned data */
+    size_t owned_size;
+    bool mapped; /* opened from a path: tensor data lies in a read-only file mapping */
+} lfile;
+
+struct sdc_loader {
+    lfile *files;
+    int n_files, cap_files;
+    entry **order;
+    int n, cap;
+    sdc_name_index index;
+};
+
+/* One tensor as the file describes it, before it becomes an sdc_tensor. */
+typedef struct src_tensor {
+    const char *name;
+    bool is_st;
+    int kind; /* sdc_st_dtype for safetensors, sdc_type for GGUF */
+    int n_dims;
+    int64_t ne[SDC_MAX_DIMS];
+    const void *data;
+    size_t nbytes;
+    const sdc_st_tensor *st;
+    sdc_type target;
+    bool convert, copy;
+    size_t owned_off;
+} src_tensor;
+
+sdc_file_format sdc_detect_format(const void *head, size_t size) {
+    const uint8_t *p = head;
+    if (size >= 4 && memcmp(p, "GGUF", 4) == 0) return SDC_FORMAT_GGUF;
+    if (size >= 9) {
+        uint64_t n = 0;
+        for (int i = 7; i >= 0; i--) n = n << 8 | p[i];
+        char c = (char)p[8];
+        if (n >= 2 && n <= (uint64_t)100 * 1024 * 1024 &&
+            (c == '{' || c == ' ' || c == '\n' || c == '\r' || c == '\t'))
+            return SDC_FORMAT_SAFETENSORS;
+    }
+    return SDC_FORMAT_UNKNOWN;
+}
+
+static sdc_status unknown_format(const char *label, const uint8_t *p, size_t size) {
+    if (size >= 4 && memcmp(p, "PK\x03\x04", 4) == 0)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "%s: a zip archive (PyTorch .ckpt/.pt?) is not supported: convert it to "
+                        "safetensors",
+                        label);
+    char hex[40] = "";
+    for (size_t i = 0; i < size && i < 8; i++)
+        snprintf(hex + 3 * i, sizeof hex - 3 * i, "%02x ", p[i]);
+    return sdc_fail(SDC_ERR_FORMAT, "%s: not a safetensors or GGUF file (first bytes: %s)", label,
+                    size ? hex : "none, the file is empty");
+}
+
+sdc_status sdc_loader_create(sdc_loader **out) {
+    sdc_loader *l = calloc(1, sizeof *l);
+    if (!l || sdc_name_index_init(&l->index, 256)) {
+        free(l);
+        *out = NULL;
+        return sdc_fail(SDC_ERR_NO_MEMORY, "loader: out of memory");
+    }
+    *out = l;
+    return SDC_OK;
+}
+
+static void free_file(lfile *f) {
+    sdc_gguf_close(f->gguf);
+    sdc_st_close(f->st);
+    free(f->entries);
+    free(f->owned);
+    free(f->path);
+    free(f->prefix);
+    memset(f, 0, sizeof *f);
+}
+
+void sdc_loader_free(sdc_loader *l) {
+    if (!l) return;
+    for (int i = 0; i < l->n_files; i++) free_file(&l->files[i]);
+    free(l->files);
+    free(l->order);
+    sdc_name_index_free(&l->index);
+    free(l);
+}
+
+/* ---- per-tensor decisions ------------------------------------------------------------- */
+
+static bool st_is_int(sdc_st_dtype d) {
+    return d == SDC_ST_I64 || d == SDC_ST_I16 || d == SDC_ST_I8 || d == SDC_ST_U8 ||
+           d == SDC_ST_BOOL || d == SDC_ST_U16 || d == SDC_ST_U32 || d == SDC_ST_U64;
+}
+
+/* Target type and whether data must be converted or copied for alignment. */
+static void plan_tensor(src_tensor *s) {
+    s->convert = s->copy = false;
+    if (s->is_st) {
+        sdc_st_dtype d = (sdc_st_dtype)s->kind;
+        if (d == SDC_ST_F32 || d == SDC_ST_F16 || d == SDC_ST_BF16 || d == SDC_ST_I32) {
+            s->target = (sdc_type)sdc_st_dtype_to_type(d);
+        } else {
+            s->target = st_is_int(d) ? SDC_TYPE_I32 : SDC_TYPE_F32;
+            s->convert = true;
+        }
+    } else {
+        sdc_type t = (sdc_type)s->kind;
+        s->target = t;
+        if (t == SDC_TYPE_F64) {
+            s->target = SDC_TYPE_F32;
+            s->convert = true;
+        } else if (t == SDC_TYPE_I64 || t == SDC_TYPE_I16 || t == SDC_TYPE_I8) {
+            s->target = SDC_TYPE_I32;
+            s->convert = true;
+        }
+    }
+    if (!s->convert && s->nbytes && ((uintptr_t)s->data & 3)) s->copy = true;
+}
+
+static int64_t numel4(const int64_t *ne) {
+    return ne[0] * ne[1] * ne[2] * ne[3];
+}
+
+/* Integer conversion with a range check (I64/U32/U64 may not fit I32). */
+static sdc_status to_i32(const src_tensor *s, int32_t *dst, const char *label) {
+    int64_t n = numel4(s->ne);
+    const uint8_t *p = s->data;
+    int kind = s->kind;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v;
+        if (s->is_st) {
+            switch ((sdc_st_dtype)kind) {
+            case SDC_ST_I64:
+                memcpy(&v, p + 8 * i, 8);
+                break;
+            case SDC_ST_U64: {
+                uint64_t u;
+                memcpy(&u, p + 8 * i, 8);
+                v = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
+                break;
+            }
+            case SDC_ST_U32: {
+                uint32_t u;
+                memcpy(&u, p + 4 * i, 4);
+                v = u;
+                break;
+            }
+            case SDC_ST_I16: {
+                int16_t x;
+                memcpy(&x, p + 2 * i, 2);
+                v = x;
+                break;
+            }
+            case SDC_ST_U16: {
+                uint16_t x;
+                memcpy(&x, p + 2 * i, 2);
+                v = x;
+                break;
+            }
+            case SDC_ST_I8:
+                v = (int8_t)p[i];
+                break;
+            case SDC_ST_U8:
+                v = p[i];
+                break;
+            case SDC_ST_BOOL:
+                v = p[i] != 0;
+                break;
+            default:
+                return sdc_fail(SDC_ERR_INTERNAL, "%s: tensor '%s': bad dtype", label, s->name);
+            }
+        } else {
+            switch ((sdc_type)kind) {
+            case SDC_TYPE_I64:
+                memcpy(&v, p + 8 * i, 8);
+                break;
+            case SDC_TYPE_I16: {
+                int16_t x;
+                memcpy(&x, p + 2 * i, 2);
+                v = x;
+                break;
+            }
+            case SDC_TYPE_I8:
+                v = (int8_t)p[i];
+                break;
+            default:
+                return sdc_fail(SDC_ERR_INTERNAL, "%s: tensor '%s': bad type", label, s->name);
+            }
+        }
+        if (v < INT32_MIN || v > INT32_MAX)
+            return sdc_fail(SDC_ERR_FORMAT,
+                            "%s: tensor '%s': value %lld at index %lld does not fit in i32", label,
+                            s->name, (long long)v, (long long)i);
+        dst[i] = (int32_t)v;
+    }
+    return SDC_OK;
+}
+
+static sdc_status convert(const src_tensor *s, void *dst, const char *label) {
+    if (s->target == SDC_TYPE_I32) return to_i32(s, dst, label);
+    if (s->is_st) return sdc_st_to_f32(s->st, dst);
+    /* GGUF F64 -> F32 */
+    int64_t n = numel4(s->ne);
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        memcpy(&v, (const uint8_t *)s->data + 8 * i, 8);
+        ((float *)dst)[i] = (float)v;
+    }
+    return SDC_OK;
+}
+
+/* ---- adding a file -------------------------------------------------------------------- */
+
+static sdc_status collect_st(const sdc_st_file *st, const char *label, src_tensor *out) {
+    for (int i = 0; i < sdc_st_count(st); i++) {
+        const sdc_st_tensor *t = sdc_st_at(st, i);
+        src_tensor *s = &out[i];
+        memset(s, 0, sizeof *s);
+        s->name = t->name;
+        s->is_st = true;
+        s->kind = (int)t->dtype;
+        s->st = t;
+        s->data = t->data;
+        s->nbytes = t->nbytes;
+        /* reversed shape; extra leading dims are allowed only when they are 1 */
+        int nd = t->ndim;
+        for (int d = 0; d + SDC_MAX_DIMS < nd; d++)
+            if (t->shape[d] != 1)
+                return sdc_fail(SDC_ERR_UNSUPPORTED,
+                                "%s: tensor '%s': %d dimensions, at most %d are supported", label,
+                                t->name, nd, SDC_MAX_DIMS);
+        for (int d = 0; d < SDC_MAX_DIMS; d++) s->ne[d] = d < nd ? t->shape[nd - 1 - d] : 1;
+        s->n_dims = nd < SDC_MAX_DIMS ? nd : SDC_MAX_DIMS;
+    }
+    return SDC_OK;
+}
+
+static void collect_gguf(const sdc_gguf_file *g, src_tensor *out) {
+    for (int i = 0; i < sdc_gguf_tensor_count(g); i++) {
+        const sdc_gguf_tensor *t = sdc_gguf_tensor_at(g, i);
+        src_tensor *s = &out[i];
+        memset(s, 0, sizeof *s);
+        s->name = t->name;
+        s->kind = (int)t->type;
+        s->n_dims = t->n_dims;
+        for (int d = 0; d < SDC_MAX_DIMS; d++) s->ne[d] = t->ne[d];
+        s->data = t->data;
+        s->nbytes = t->nbytes;
+    }
+}
+
+/* Takes ownership of the opened file `nf` (freed on failure). */
+static sdc_status add_opened(sdc_loader *l, lfile *nf) {
+    const char *label = nf->path;
+    size_t plen = strlen(nf->prefix);
+    int n = nf->gguf ? sdc_gguf_tensor_count(nf->gguf) : sdc_st_count(nf->st);
+    src_tensor *src = calloc((size_t)n + 1, sizeof *src);
+    sdc_status st = SDC_OK;
+    if (!src) {
+        st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
+        goto fail;
+    }
+    if (nf->gguf)
+        collect_gguf(nf->gguf, src);
+    else if ((st = collect_st(nf->st, label, src)))
+        goto fail;
+
+    /* names, types and the owned memory needed, before anything changes */
+    size_t owned = 0;
+    bool any_owned = false;
+    for (int i = 0; i < n; i++) {
+        src_tensor *s = &src[i];
+        size_t nlen = strlen(s->name);
+        if (plen + nlen >= SDC_MAX_NAME) {
+            st = sdc_fail(SDC_ERR_UNSUPPORTED, "%s: tensor '%s%s': name longer than %d bytes",
+                          label, nf->prefix, s->name, SDC_MAX_NAME - 1);
+            goto fail;
+        }
+        char full[SDC_MAX_NAME];
+        memcpy(full, nf->prefix, plen);
+        memcpy(full + plen, s->name, nlen + 1);
+        int other = sdc_name_index_find(&l->index, full);
+        if (other >= 0) {
+            st = sdc_fail(SDC_ERR_FORMAT, "tensor '%s' is in both %s and %s", full,
+                          l->files[l->order[other]->file].path, label);
+            goto fail;
+        }
+        plan_tensor(s);
+        if (s->convert || s->copy) {
+            size_t bytes = s->convert ? (size_t)numel4(s->ne) * 4 : s->nbytes;
+            s->owned_off = owned;
+            any_owned = true;
+            owned += (bytes + LOADER_ALIGN - 1) / LOADER_ALIGN * LOADER_ALIGN;
+        }
+    }
+    if (any_owned && !owned) owned = LOADER_ALIGN; /* zero-size conversions still get a pointer */
+    nf->entries = calloc((size_t)n + 1, sizeof *nf->entries);
+    if (owned) nf->owned = aligned_alloc(LOADER_ALIGN, owned);
+    nf->owned_size = owned;
+    if (!nf->entries || (owned && !nf->owned)) {
+        st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory (%zu bytes for converted tensors)",
+                      label, owned);
+        goto fail;
+    }
+    if (l->n_files == l->cap_files) {
+        int cap = l->cap_files ? l->cap_files * 2 : 8;
+        lfile *fs = realloc(l->files, (size_t)cap * sizeof *fs);
+        if (!fs) {
+            st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
+            goto fail;
+        }
+        l->files = fs;
+        l->cap_files = cap;
+    }
+    if (l->n + n > l->cap) {
+        int cap = l->cap ? l->cap : 256;
+        while (cap < l->n + n) cap *= 2;
+        entry **o = realloc(l->order, (size_t)cap * sizeof *o);
+        if (!o) {
+            st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
+            goto fail;
+        }
+        l->order = o;
+        l->cap = cap;
+    }
+    if (sdc_name_index_reserve(&l->index, (size_t)l->n + (size_t)n)) {
+        st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
+        goto fail;
+    }
+
+    /* fill the tensors (conversions can still fail on out-of-range integers) */
+    int file_index = l->n_files;
+    for (int i = 0; i < n; i++) {
+        src_tensor *s = &src[i];
+        entry *e = &nf->entries[i];
+        sdc_tensor *t = &e->t;
+        e->file = file_index;
+        t->type = s->target;
+        for (int d = 0; d < SDC_MAX_DIMS; d++) t->ne[d] = s->ne[d];
+        sdc_tensor_set_contiguous_strides(t);
+        t->op = SDC_OP_NONE;
+        t->flags = SDC_TENSOR_PARAM;
+        t->index = -1;
+        t->plan_offset = -1;
+        t->last_use = -1;
+        snprintf(t->name, sizeof t->name, "%s%s", nf->prefix, s->name);
+        if (s->convert || s->copy) {
+            void *dst = (uint8_t *)nf->owned + s->owned_off;
+            if (s->copy)
+                memcpy(dst, s->data, s->nbytes);
+            else if ((st = convert(s, dst, label)))
+                goto fail;
+            t->data = dst;
+        } else {
+            t->data = (void *)s->data;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        l->order[l->n + i] = &nf->entries[i];
+        sdc_name_index_insert(&l->index, nf->entries[i].t.name, l->n + i);
+    }
+    l->n += n;
+    nf->n = n;
+    l->files[l->n_files++] = *nf;
+    free(src);
+    return SDC_OK;
+fail:
+    free(src);
+    free_file(nf);
+    return st;
+}
+
+static sdc_status add_image(sdc_loader *l, const uint8_t *data, size_t size, const char *label,
+                            const char *prefix, bool from_path) {
+    lfile nf = {0};
+    sdc_status st;
+    nf.fmt = sdc_detect_format(data, size);
+    if (nf.fmt == SDC_FORMAT_UNKNOWN) return unknown_format(label, data, size);
+    nf.path = strdup(label);
+    nf.prefix = strdup(prefix ? prefix : "");
+    if (!nf.path || !nf.prefix) {
+        free_file(&nf);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
+    }
+    if (nf.fmt == SDC_FORMAT_GGUF)
+        st = from_path ? sdc_gguf_open(label, &nf.gguf)
+                       : sdc_gguf_open_memory(data, size, label, &nf.gguf);
+    else
+        st = from_path ? sdc_st_open(label, &nf.st) : sdc_st_open_memory(data, size, label, &nf.st);
+    if (st) {
+        free_file(&nf);
+        return st;
+    }
+    nf.mapped = from_path;
+    return add_opened(l, &nf);
+}
+
+sdc_status sdc_loader_add_file(sdc_loader *l, const char *path, const char *prefix) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    uint8_t head[16];
+    ssize_t got = read(fd, head, sizeof head);
+    close(fd);
+    if (got < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    if (sdc_detect_format(head, (size_t)got) == SDC_FORMAT_UNKNOWN)
+        return unknown_format(path, head, (size_t)got);
+    return add_image(l, head, (size_t)got, path, prefix, true);
+}
+
+sdc_status sdc_loader_add_memory(sdc_loader *l, const void *data, size_t size, const char *label,
+                                 const char *prefix) {
+    if (!data && size) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_loader_add_memory: NULL data");
+    return add_image(l, data, size, label ? label : "<memory>", prefix, false);
+}
+
+/* ---- queries -------------------------------------------------------------------------- */
+
+int sdc_loader_tensor_count(const sdc_loader *l) {
+    return l->n;
+}
+
+sdc_tensor *sdc_loader_tensor_at(const sdc_loader *l, int i) {
+    return i >= 0 && i < l->n ? &l->order[i]->t : NULL;
+}
+
+sdc_tensor *sdc_loader_find(const sdc_loader *l, const char *name) {
+    int i = sdc_name_index_find(&l->index, name);
+    return i >= 0 ? &l->order[i]->t : NULL;
+}
+
+int sdc_loader_tensor_file(const sdc_loader *l, const sdc_tensor *t) {
+    if (!t) return -1;
+    /* only trust the entry layout for tensors that are really ours */
+    sdc_tensor *mine = sdc_loader_find(l, t->name);
+    return mine == t ? ((const entry *)t)->file : -1;
+}
+
+int sdc_loader_file_count(const sdc_loader *l) {
+    return l->n_files;
+}
+
+const char *sdc_loader_file_path(const sdc_loader *l, int i) {
+    return i >= 0 && i < l->n_files ? l->files[i].path : NULL;
+}
+const char *sdc_loader_file_prefix(const sdc_loader *l, int i) {
+    return i >= 0 && i < l->n_files ? l->files[i].prefix : NULL;
+}
+sdc_file_format sdc_loader_file_format(const sdc_loader *l, int i) {
+    return i >= 0 && i < l->n_files ? l->files[i].fmt : SDC_FORMAT_UNKNOWN;
+}
+const sdc_gguf_file *sdc_loader_file_gguf(const sdc_loader *l, int i) {
+    return i >= 0 && i < l->n_files ? l->files[i].gguf : NULL;
+}
+const sdc_st_file *sdc_loader_file_st(const sdc_loader *l, int i) {
+    return i >= 0 && i < l->n_files ? l->files[i].st : NULL;
+}
+
+const sdc_gguf_kv *sdc_loader_find_kv(const sdc_loader *l, const char *key, int *file) {
+    for (int i = 0; i < l->n_files; i++) {
+        if (!l->files[i].gguf) continue;
+        const sdc_gguf_kv *kv = sdc_gguf_find_kv(l->files[i].gguf, key);
+        if (kv) {
+            if (file) *file = i;
+            return kv;
+        }
+    }
+    return NULL;
+}
+
+/* Drops the resident pages of a file's mapped weights (they are re-read from the file,
+ * usually the page cache, when touched again): a text encoder used once per prompt need
+ * not stay in memory while the diffusion model samples. Owned (converted) data stays. */
+void sdc_loader_release_pages(sdc_loader *l, int file) {
+    if (!l || file < 0 || file >= l->n_files) return;
+    const lfile *f = &l->files[file];
+    if (!f->mapped) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < f->n; i++) {
+        const sdc_tensor *t = &f->entries[i].t;
+        uintptr_t a = (uintptr_t)t->data, b = a + sdc_tensor_nbytes(t);
+        /* never heap memory: DONTNEED would zero it */
+        if (f->owned && a >= (uintptr_t)f->owned && a < (uintptr_t)f->owned + f->owned_size)
+            continue;
+        a = (a + page - 1) / page * page; /* only pages wholly inside the tensor */
+        b = b / page * page;
+        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    }
+}

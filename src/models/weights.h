@@ -1,0 +1,23 @@
+/* How a model builder finds its weights: a lookup by full (prefixed) tensor name, so
+ * that one builder serves single-file checkpoints, split files and GGUF alike. */
+#ifndef SDC_MODELS_WEIGHTS_H
+#define SDC_MODELS_WEIGHTS_H
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+typedef struct sdc_weight_source {
+    sdc_tensor *(*find)(void *user, const char *name); /* NULL if absent */
+    void *user;
+} sdc_weight_source;
+
+/* Finds prefix+name; NULL if absent. */
+sdc_tensor *sdc_weight_find(const sdc_weight_source *ws, const char *prefix, const char *name);
+/* Like sdc_weight_find, but a missing tensor or one whose ne differs from the expected
+ * (ne[i] < 0 = any) is an error naming the tensor and both shapes. */
+sdc_status sdc_weight_require(const sdc_weight_source *ws, const char *prefix, const char *name,
+                              int ndims, const int64_t *ne, sdc_tensor **out);
+/* Copies any float-typed weight to F32 host memory (n = its element count). */
+sdc_status sdc_weight_to_f32(const sdc_tensor *w, float *dst);
+
+#endif

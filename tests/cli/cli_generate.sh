@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# End to end: sdc-genmodel writes a tiny random MiniT2I + T5 + tokenizer.json, sdc finds the
+# tokenizer next to the T5 weights and generates square, non-square (sd.cpp aborts on those)
+# and batched images. Checks exit codes, PNG sizes, file names and the parameters text.
+# Usage: cli_generate.sh BUILD_DIR GOLDEN_DIR
+set -u
+BUILD=${1:?build dir}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+check() { # check "what" command...
+    local what=$1
+    shift
+    if "$@"; then
+        pass=$((pass + 1))
+        echo "ok   $what"
+    else
+        fail=$((fail + 1))
+        echo "FAIL $what"
+    fi
+}
+png_size() { # prints WxH of a PNG from its IHDR
+    od -An -tu1 -j16 -N8 "$1" | awk '{printf "%dx%d\n", $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'
+}
+
+"$BUILD/sdc-genmodel" --preset tiny -o "$TMP/m" >/dev/null
+check "genmodel wrote the tiny model" test -s "$TMP/m/minit2i.safetensors" -a -s "$TMP/m/t5/model.safetensors" -a -s "$TMP/m/t5/tokenizer.json"
+run() { "$BUILD/sdc" --diffusion-model "$TMP/m/minit2i.safetensors" --t5xxl "$TMP/m/t5/model.safetensors" -t 2 "$@" >"$TMP/log" 2>&1; }
+
+check "64x64 euler cfg 6" run -p "a cat" -W 64 -H 64 --steps 3 --cfg-scale 6 -s 7 -o "$TMP/a.png"
+check "64x64 size" test "$(png_size "$TMP/a.png")" = 64x64
+check "summary line" grep -q "generated 1 image(s) in .*s/step), peak memory" "$TMP/log"
+check "parameters text" grep -aq "Steps: 3" "$TMP/a.png"
+check "128x96 non-square" run -p "a red car" -W 128 -H 96 --steps 2 --cfg-scale 6 -o "$TMP/b.png"
+check "128x96 size" test "$(png_size "$TMP/b.png")" = 128x96
+check "96x160 non-square, euler_a, cuda rng" run -p "a dog" -W 96 -H 160 --steps 2 --sampling-method euler_a --rng cuda -o "$TMP/c.png"
+check "96x160 size" test "$(png_size "$TMP/c.png")" = 96x160
+check "batch of 3" run -p "a cat" -W 32 -H 32 --steps 1 --cfg-scale 1 -b 3 -o "$TMP/d.png"
+n=$(ls "$TMP"/d*.png 2>/dev/null | wc -l)
+check "batch wrote 3 files ($n)" test "$n" -eq 3
+run -p "a cat" -W 64 -H 64 --steps 1 -s 5 -o "$TMP/e1.png"
+run -p "a cat" -W 64 -H 64 --steps 1 -s 5 -o "$TMP/e2.png"
+check "same seed, same image" cmp -s "$TMP/e1.png" "$TMP/e2.png"
+run -p "a cat" -W 64 -H 64 --steps 1 -s 6 -o "$TMP/e3.png"
+check "other seed, other image" bash -c "! cmp -s '$TMP/e1.png' '$TMP/e3.png'"
+run -p "a cat" -W 72 -H 64 --steps 1 -o "$TMP/f.png"
+check "size not a multiple of the patch: exit 1" test $? -eq 1
+check "... with a clear message" grep -q "multiples of 16" "$TMP/log"
+"$BUILD/sdc" --list-devices >"$TMP/dev" 2>&1
+check "--list-devices prints name<TAB>description" grep -qP '^cpu\t.+' "$TMP/dev"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
