@@ -3,7 +3,8 @@
 # Extended_Pictographic property as sorted code point ranges, from Perl's Unicode database
 # (Unicode::UCD; the version is recorded in the output). Used by the HF Precompiled
 # normalizer emulation, which works per extended grapheme cluster.
-# Usage: perl tools/tokenizer/gen_grapheme_table.pl > src/text/grapheme_table.c
+# Usage: perl tools/tokenizer/gen_grapheme_table.pl > src/text/grapheme_table.c &&
+#        clang-format -i src/text/grapheme_table.c
 use strict;
 use warnings;
 use Unicode::UCD;
