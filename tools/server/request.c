@@ -41,9 +41,9 @@ typedef struct parse_ctx {
     int status; /* first failure wins */
 } parse_ctx;
 
-static bool fail(parse_ctx *pc, int status, const char *fmt, ...)
+static bool reject(parse_ctx *pc, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static bool fail(parse_ctx *pc, int status, const char *fmt, ...) {
+static bool reject(parse_ctx *pc, int status, const char *fmt, ...) {
     if (pc->status) return false;
     pc->status = status;
     va_list ap;
@@ -55,7 +55,7 @@ static bool fail(parse_ctx *pc, int status, const char *fmt, ...) {
 
 static bool set_string(parse_ctx *pc, char **dst, const char *s, size_t n) {
     char *copy = malloc(n + 1);
-    if (!copy) return fail(pc, 500, "out of memory");
+    if (!copy) return reject(pc, 500, "out of memory");
     memcpy(copy, s, n);
     copy[n] = '\0';
     free(*dst);
@@ -71,7 +71,7 @@ static const cJSON *field(const cJSON *obj, const char *name) {
 static bool get_string(parse_ctx *pc, const cJSON *obj, const char *name, const char **out) {
     const cJSON *v = field(obj, name);
     if (!v) return true;
-    if (!cJSON_IsString(v)) return fail(pc, 400, "'%s' must be a string", name);
+    if (!cJSON_IsString(v)) return reject(pc, 400, "'%s' must be a string", name);
     *out = v->valuestring;
     return true;
 }
@@ -86,12 +86,12 @@ static bool get_i64(parse_ctx *pc, const cJSON *obj, const char *name, int64_t l
                     int64_t *out, bool *given) {
     const cJSON *v = field(obj, name);
     if (!v) return true;
-    if (!cJSON_IsNumber(v)) return fail(pc, 400, "'%s' must be an integer", name);
+    if (!cJSON_IsNumber(v)) return reject(pc, 400, "'%s' must be an integer", name);
     double x = v->valuedouble;
-    if (!isfinite(x) || x != floor(x)) return fail(pc, 400, "'%s' must be an integer", name);
+    if (!isfinite(x) || x != floor(x)) return reject(pc, 400, "'%s' must be an integer", name);
     if (x < (double)lo || x > (double)hi)
-        return fail(pc, 400, "'%s' is out of range [%lld, %lld]", name, (long long)lo,
-                    (long long)hi);
+        return reject(pc, 400, "'%s' is out of range [%lld, %lld]", name, (long long)lo,
+                      (long long)hi);
     *out = x >= 9.2e18 ? INT64_MAX : (int64_t)x;
     if (given) *given = true;
     return true;
@@ -109,7 +109,7 @@ static bool get_float(parse_ctx *pc, const cJSON *obj, const char *name, float *
     const cJSON *v = field(obj, name);
     if (!v) return true;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e6)
-        return fail(pc, 400, "'%s' must be a finite number", name);
+        return reject(pc, 400, "'%s' must be a finite number", name);
     *out = (float)v->valuedouble;
     return true;
 }
@@ -122,7 +122,7 @@ static bool get_bool(parse_ctx *pc, const cJSON *obj, const char *name, bool *ou
     } else if (cJSON_IsNumber(v)) { /* A1111 clients send 0/1 */
         *out = v->valuedouble != 0;
     } else {
-        return fail(pc, 400, "'%s' must be a boolean", name);
+        return reject(pc, 400, "'%s' must be a boolean", name);
     }
     return true;
 }
@@ -131,7 +131,7 @@ static bool get_object(parse_ctx *pc, const cJSON *obj, const char *name, const 
     const cJSON *v = field(obj, name);
     *out = NULL;
     if (!v) return true;
-    if (!cJSON_IsObject(v)) return fail(pc, 400, "'%s' must be an object", name);
+    if (!cJSON_IsObject(v)) return reject(pc, 400, "'%s' must be an object", name);
     *out = v;
     return true;
 }
@@ -140,8 +140,8 @@ static bool get_object(parse_ctx *pc, const cJSON *obj, const char *name, const 
 static bool reject_nonempty_array(parse_ctx *pc, const cJSON *obj, const char *name) {
     const cJSON *v = field(obj, name);
     if (!v) return true;
-    if (!cJSON_IsArray(v)) return fail(pc, 400, "'%s' must be an array", name);
-    if (cJSON_GetArraySize(v) > 0) return fail(pc, 400, "'%s' is not supported by sdc", name);
+    if (!cJSON_IsArray(v)) return reject(pc, 400, "'%s' must be an array", name);
+    if (cJSON_GetArraySize(v) > 0) return reject(pc, 400, "'%s' is not supported by sdc", name);
     return true;
 }
 
@@ -151,7 +151,7 @@ static bool decode_png(parse_ctx *pc, const char *name, const void *data, size_t
     uint8_t *bytes = NULL;
     if (is_base64) {
         bytes = sdc_srv_base64_decode(data, n, &bytes_n);
-        if (!bytes) return fail(pc, 400, "'%s' is not valid base64 (or a base64 data URL)", name);
+        if (!bytes) return reject(pc, 400, "'%s' is not valid base64 (or a base64 data URL)", name);
         data = bytes;
     }
     uint8_t *pix = NULL;
@@ -159,8 +159,8 @@ static bool decode_png(parse_ctx *pc, const char *name, const void *data, size_t
     sdc_status st = sdc_png_read_memory(data, bytes_n, name, &pix, &pw, &ph);
     free(bytes);
     if (st != SDC_OK) {
-        if (st == SDC_ERR_NO_MEMORY) return fail(pc, 500, "out of memory decoding '%s'", name);
-        return fail(pc, 400, "'%s' is not a readable PNG image: %s", name, sdc_last_error());
+        if (st == SDC_ERR_NO_MEMORY) return reject(pc, 500, "out of memory decoding '%s'", name);
+        return reject(pc, 400, "'%s' is not a readable PNG image: %s", name, sdc_last_error());
     }
     free(*rgb);
     *rgb = pix;
@@ -173,7 +173,7 @@ static bool get_image(parse_ctx *pc, const cJSON *obj, const char *name, uint8_t
                       int *h) {
     const cJSON *v = field(obj, name);
     if (!v) return true;
-    if (!cJSON_IsString(v)) return fail(pc, 400, "'%s' must be a base64 string", name);
+    if (!cJSON_IsString(v)) return reject(pc, 400, "'%s' must be a base64 string", name);
     if (!*v->valuestring) return true; /* "" means none, as null */
     return decode_png(pc, name, v->valuestring, strlen(v->valuestring), true, rgb, w, h);
 }
@@ -269,7 +269,7 @@ const char *sdc_srv_scheduler_from_label(const char *label) {
 
 static bool set_name(parse_ctx *pc, char *dst, size_t n, const char *value,
                      const char *field_name) {
-    if (!value) return fail(pc, 400, "unknown %s", field_name);
+    if (!value) return reject(pc, 400, "unknown %s", field_name);
     snprintf(dst, n, "%s", value);
     return true;
 }
@@ -278,8 +278,8 @@ static bool check_output_format(parse_ctx *pc, const cJSON *obj) {
     const char *fmt = NULL;
     if (!get_string(pc, obj, "output_format", &fmt)) return false;
     if (fmt && strcasecmp(fmt, "png"))
-        return fail(pc, 400, "output_format '%s' is not supported: sdc-server writes png only",
-                    fmt);
+        return reject(pc, 400, "output_format '%s' is not supported: sdc-server writes png only",
+                      fmt);
     int64_t comp = 0;
     return get_i64(pc, obj, "output_compression", INT32_MIN, INT32_MAX, &comp, NULL);
 }
@@ -287,7 +287,7 @@ static bool check_output_format(parse_ctx *pc, const cJSON *obj) {
 /* ---- the native (sdcpp) schema; also what sd_cpp_extra_args carries ---- */
 
 static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
-    if (!cJSON_IsObject(j)) return fail(pc, 400, "the request must be a JSON object");
+    if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
     int64_t ignored = 0;
     bool b = false;
     if (!get_owned_string(pc, j, "prompt", &r->prompt) ||
@@ -304,13 +304,14 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
         !reject_nonempty_array(pc, j, "lora") || !reject_nonempty_array(pc, j, "ref_images") ||
         !check_output_format(pc, j))
         return false;
-    if (field(j, "control_image")) return fail(pc, 400, "'control_image' is not supported by sdc");
+    if (field(j, "control_image"))
+        return reject(pc, 400, "'control_image' is not supported by sdc");
     const cJSON *hires = NULL;
     if (!get_object(pc, j, "hires", &hires)) return false;
     if (hires) {
         bool on = false;
         if (!get_bool(pc, hires, "enabled", &on)) return false;
-        if (on) return fail(pc, 400, "'hires' is not supported by sdc");
+        if (on) return reject(pc, 400, "'hires' is not supported by sdc");
     }
     const cJSON *sp = NULL, *guidance = NULL;
     if (!get_object(pc, j, "sample_params", &sp)) return false;
@@ -340,9 +341,9 @@ static bool apply_extra_args(parse_ctx *pc, sdc_srv_request *r) {
     if (!open) return true;
     char *json = open + strlen(EXTRA_OPEN);
     char *close = strstr(json, EXTRA_CLOSE);
-    if (!close) return fail(pc, 400, "sd_cpp_extra_args: missing " EXTRA_CLOSE);
+    if (!close) return reject(pc, 400, "sd_cpp_extra_args: missing " EXTRA_CLOSE);
     cJSON *extra = cJSON_ParseWithLength(json, (size_t)(close - json));
-    if (!extra) return fail(pc, 400, "sd_cpp_extra_args: invalid JSON");
+    if (!extra) return reject(pc, 400, "sd_cpp_extra_args: invalid JSON");
     /* the extra block's own prompt wins; otherwise the prompt is what surrounds the block */
     char *outer = NULL;
     size_t before = (size_t)(open - r->prompt);
@@ -350,7 +351,7 @@ static bool apply_extra_args(parse_ctx *pc, sdc_srv_request *r) {
     outer = malloc(before + strlen(after) + 1);
     if (!outer) {
         cJSON_Delete(extra);
-        return fail(pc, 500, "out of memory");
+        return reject(pc, 500, "out of memory");
     }
     memcpy(outer, r->prompt, before);
     strcpy(outer + before, after);
@@ -359,7 +360,7 @@ static bool apply_extra_args(parse_ctx *pc, sdc_srv_request *r) {
     bool ok = apply_native(pc, extra, r);
     cJSON_Delete(extra);
     if (ok && r->prompt && strstr(r->prompt, EXTRA_OPEN))
-        return fail(pc, 400, "sd_cpp_extra_args: only one block is allowed");
+        return reject(pc, 400, "sd_cpp_extra_args: only one block is allowed");
     return ok;
 }
 
@@ -371,10 +372,10 @@ static bool parse_size(parse_ctx *pc, const char *s, sdc_srv_request *r) {
     const char *p = s;
     for (; *p >= '0' && *p <= '9' && w < 1000000; p++) w = w * 10 + (*p - '0');
     if (p == s || (*p != 'x' && *p != 'X'))
-        return fail(pc, 400, "'size' must look like 512x512 (got '%.40s')", s);
+        return reject(pc, 400, "'size' must look like 512x512 (got '%.40s')", s);
     const char *q = ++p;
     for (; *p >= '0' && *p <= '9' && h < 1000000; p++) h = h * 10 + (*p - '0');
-    if (p == q || *p) return fail(pc, 400, "'size' must look like 512x512 (got '%.40s')", s);
+    if (p == q || *p) return reject(pc, 400, "'size' must look like 512x512 (got '%.40s')", s);
     r->width = w;
     r->height = h;
     r->size_given = true;
@@ -382,9 +383,9 @@ static bool parse_size(parse_ctx *pc, const char *s, sdc_srv_request *r) {
 }
 
 static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool edit) {
-    if (!cJSON_IsObject(j)) return fail(pc, 400, "the request must be a JSON object");
+    if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
     const cJSON *prompt = field(j, "prompt");
-    if (!prompt) return fail(pc, 400, "'prompt' is required");
+    if (!prompt) return reject(pc, 400, "'prompt' is required");
     const char *size = NULL, *resp_fmt = NULL;
     if (!get_owned_string(pc, j, "prompt", &r->prompt) ||
         !get_int(pc, j, "n", INT32_MIN, INT32_MAX, &r->batch_count, NULL) ||
@@ -393,13 +394,13 @@ static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool
         return false;
     if (size && !parse_size(pc, size, r)) return false;
     if (resp_fmt && strcmp(resp_fmt, "b64_json"))
-        return fail(pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
+        return reject(pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
     if (edit) {
         const cJSON *img = field(j, "image");
         if (!img) img = field(j, "image[]");
         if (cJSON_IsArray(img)) img = cJSON_GetArrayItem(img, 0);
-        if (!img) return fail(pc, 400, "'image' is required");
-        if (!cJSON_IsString(img)) return fail(pc, 400, "'image' must be a base64 string");
+        if (!img) return reject(pc, 400, "'image' is required");
+        if (!cJSON_IsString(img)) return reject(pc, 400, "'image' must be a base64 string");
         if (!decode_png(pc, "image", img->valuestring, strlen(img->valuestring), true, &r->init_rgb,
                         &r->init_w, &r->init_h) ||
             !get_image(pc, j, "mask", &r->mask_rgb, &r->mask_w, &r->mask_h))
@@ -411,7 +412,7 @@ static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool
 /* ---- A1111 ---- */
 
 static bool apply_sdapi(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool img2img) {
-    if (!cJSON_IsObject(j)) return fail(pc, 400, "the request must be a JSON object");
+    if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
     int batch_size = 1, n_iter = 1;
     float denoise = r->strength;
     const char *sampler = NULL, *sched = NULL;
@@ -430,7 +431,7 @@ static bool apply_sdapi(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool 
         !get_bool(pc, j, "inpainting_mask_invert", &invert) ||
         !reject_nonempty_array(pc, j, "lora"))
         return false;
-    if (!r->prompt || !*r->prompt) return fail(pc, 400, "'prompt' is required");
+    if (!r->prompt || !*r->prompt) return reject(pc, 400, "'prompt' is required");
     r->batch_count = batch_size * n_iter;
     if (sched && !set_name(pc, r->scheduler, sizeof r->scheduler,
                            sdc_srv_scheduler_from_label(sched), "scheduler"))
@@ -439,19 +440,21 @@ static bool apply_sdapi(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool 
         const char *from_label = NULL;
         const char *name = sdc_srv_sampler_from_label(sampler, &from_label);
         if (!set_name(pc, r->sampler, sizeof r->sampler, name, "sampler_name")) return false;
-        if (from_label && !sched) snprintf(r->scheduler, sizeof r->scheduler, "%s", from_label);
+        /* "DPM++ 2M Karras": the label's scheduler, unless one is named explicitly */
+        if (from_label && (!sched || !r->scheduler[0]))
+            snprintf(r->scheduler, sizeof r->scheduler, "%s", from_label);
     }
     bool hr = false;
     if (!get_bool(pc, j, "enable_hr", &hr)) return false;
-    if (hr) return fail(pc, 400, "'enable_hr' (highres fix) is not supported by sdc");
+    if (hr) return reject(pc, 400, "'enable_hr' (highres fix) is not supported by sdc");
     if (!img2img) return true; /* txt2img: denoising_strength belongs to highres fix */
     r->strength = denoise < 0.01f ? 0.01f : denoise > 1.0f ? 1.0f : denoise;
     const cJSON *inits = field(j, "init_images");
-    if (!inits) return fail(pc, 400, "'init_images' is required");
-    if (!cJSON_IsArray(inits)) return fail(pc, 400, "'init_images' must be an array");
+    if (!inits) return reject(pc, 400, "'init_images' is required");
+    if (!cJSON_IsArray(inits)) return reject(pc, 400, "'init_images' must be an array");
     const cJSON *first = cJSON_GetArrayItem(inits, 0);
-    if (!first) return fail(pc, 400, "'init_images' is empty");
-    if (!cJSON_IsString(first)) return fail(pc, 400, "'init_images' must hold base64 strings");
+    if (!first) return reject(pc, 400, "'init_images' is empty");
+    if (!cJSON_IsString(first)) return reject(pc, 400, "'init_images' must hold base64 strings");
     if (!decode_png(pc, "init_images[0]", first->valuestring, strlen(first->valuestring), true,
                     &r->init_rgb, &r->init_w, &r->init_h) ||
         !get_image(pc, j, "mask", &r->mask_rgb, &r->mask_w, &r->mask_h))
@@ -495,7 +498,7 @@ static uint8_t *resize_rgb(const uint8_t *src, int sw, int sh, int dw, int dh) {
 static bool fit_image(parse_ctx *pc, uint8_t **rgb, int *w, int *h, int tw, int th) {
     if (*w == tw && *h == th) return true;
     uint8_t *resized = resize_rgb(*rgb, *w, *h, tw, th);
-    if (!resized) return fail(pc, 500, "out of memory resizing an image");
+    if (!resized) return reject(pc, 500, "out of memory resizing an image");
     free(*rgb);
     *rgb = resized;
     *w = tw;
@@ -510,20 +513,20 @@ static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r)
         r->width = r->init_w / 8 * 8;
         r->height = r->init_h / 8 * 8;
     }
-    if (r->mask_rgb && !r->init_rgb) return fail(pc, 400, "a mask needs an init image");
+    if (r->mask_rgb && !r->init_rgb) return reject(pc, 400, "a mask needs an init image");
     if (r->width < 8 || r->width > d->max_side || r->width % 8)
-        return fail(pc, 400, "width must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
-                    r->width);
+        return reject(pc, 400, "width must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
+                      r->width);
     if (r->height < 8 || r->height > d->max_side || r->height % 8)
-        return fail(pc, 400, "height must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
-                    r->height);
+        return reject(pc, 400, "height must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
+                      r->height);
     if (r->steps < 1 || r->steps > d->max_steps)
-        return fail(pc, 400, "steps must be in [1, %d] (got %d)", d->max_steps, r->steps);
+        return reject(pc, 400, "steps must be in [1, %d] (got %d)", d->max_steps, r->steps);
     if (r->batch_count < 1 || r->batch_count > d->max_batch)
-        return fail(pc, 400, "the image count must be in [1, %d] (got %d)", d->max_batch,
-                    r->batch_count);
+        return reject(pc, 400, "the image count must be in [1, %d] (got %d)", d->max_batch,
+                      r->batch_count);
     if (!(r->strength > 0.0f && r->strength <= 1.0f))
-        return fail(pc, 400, "strength must be in (0, 1] (got %g)", (double)r->strength);
+        return reject(pc, 400, "strength must be in (0, 1] (got %g)", (double)r->strength);
     if (r->init_rgb && !fit_image(pc, &r->init_rgb, &r->init_w, &r->init_h, r->width, r->height))
         return false;
     if (r->mask_rgb && !fit_image(pc, &r->mask_rgb, &r->mask_w, &r->mask_h, r->width, r->height))
@@ -564,12 +567,12 @@ int sdc_srv_parse_json(sdc_srv_api api, const char *body, size_t len, const sdc_
     if (err_size) err[0] = '\0';
     if (!init_request(&pc, d, r)) return pc.status;
     if (!body || len == 0) {
-        fail(&pc, 400, "the request body is empty (expected JSON)");
+        reject(&pc, 400, "the request body is empty (expected JSON)");
         return pc.status;
     }
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) {
-        fail(&pc, 400, "the request body is not valid JSON");
+        reject(&pc, 400, "the request body is not valid JSON");
         return pc.status;
     }
     bool ok = false;
@@ -577,7 +580,7 @@ int sdc_srv_parse_json(sdc_srv_api api, const char *body, size_t len, const sdc_
     case SDC_SRV_API_SDCPP:
         ok = apply_native(&pc, j, r);
         if (ok && r->prompt && strstr(r->prompt, EXTRA_OPEN))
-            ok = fail(&pc, 400, "sd_cpp_extra_args is not used with /sdcpp/v1");
+            ok = reject(&pc, 400, "sd_cpp_extra_args is not used with /sdcpp/v1");
         break;
     case SDC_SRV_API_OPENAI_GENERATE:
         ok = apply_openai(&pc, j, r, false);
@@ -643,25 +646,25 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         !header_param(content_type, strlen(content_type), "boundary", boundary + 2,
                       sizeof boundary - 2) ||
         !boundary[2]) {
-        fail(&pc, 400, "multipart body without a boundary");
+        reject(&pc, 400, "multipart body without a boundary");
         return pc.status;
     }
     size_t blen = strlen(boundary);
     const char *p = memfind(body, len, boundary, blen), *end = body + len;
     bool have_prompt = false, have_image = false;
     cJSON *fields = cJSON_CreateObject(); /* text fields, then parsed like the JSON edit */
-    if (!fields) return fail(&pc, 500, "out of memory"), pc.status;
+    if (!fields) return reject(&pc, 500, "out of memory"), pc.status;
     while (p && !pc.status) {
         p += blen;
         if (end - p >= 2 && p[0] == '-' && p[1] == '-') break; /* closing boundary */
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n') {
-            fail(&pc, 400, "malformed multipart body");
+            reject(&pc, 400, "malformed multipart body");
             break;
         }
         p += 2;
         const char *hdr_end = memfind(p, (size_t)(end - p), "\r\n\r\n", 4);
         if (!hdr_end) {
-            fail(&pc, 400, "malformed multipart part headers");
+            reject(&pc, 400, "malformed multipart part headers");
             break;
         }
         char name[64] = "", filename[8] = "";
@@ -682,7 +685,7 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         snprintf(delim, sizeof delim, "\r\n%s", boundary);
         const char *next = memfind(data, (size_t)(end - data), delim, blen + 2);
         if (!next) {
-            fail(&pc, 400, "multipart body is truncated");
+            reject(&pc, 400, "multipart body is truncated");
             break;
         }
         size_t n = (size_t)(next - data);
@@ -697,7 +700,7 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         } else if (name[0] && !is_file) {
             char *text = malloc(n + 1);
             if (!text) {
-                fail(&pc, 500, "out of memory");
+                reject(&pc, 500, "out of memory");
                 break;
             }
             memcpy(text, data, n);
@@ -707,7 +710,7 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
                 char *e = NULL;
                 double x = strtod(text, &e);
                 if (e == text || *e)
-                    fail(&pc, 400, "'%s' must be an integer", name);
+                    reject(&pc, 400, "'%s' must be an integer", name);
                 else
                     v = cJSON_CreateNumber(x);
             } else {
@@ -722,9 +725,9 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         }
         p = next + 2;
     }
-    if (!pc.status && !p) fail(&pc, 400, "multipart body without parts");
-    if (!pc.status && !have_prompt) fail(&pc, 400, "'prompt' is required");
-    if (!pc.status && !have_image) fail(&pc, 400, "'image' is required");
+    if (!pc.status && !p) reject(&pc, 400, "multipart body without parts");
+    if (!pc.status && !have_prompt) reject(&pc, 400, "'prompt' is required");
+    if (!pc.status && !have_image) reject(&pc, 400, "'image' is required");
     if (!pc.status) {
         /* text fields are read with the JSON rules; the images are already decoded */
         const char *size = NULL, *resp_fmt = NULL;
@@ -734,7 +737,7 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
             get_string(&pc, fields, "response_format", &resp_fmt) &&
             check_output_format(&pc, fields) && (!size || parse_size(&pc, size, r))) {
             if (resp_fmt && strcmp(resp_fmt, "b64_json"))
-                fail(&pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
+                reject(&pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
         }
     }
     cJSON_Delete(fields);
