@@ -653,7 +653,10 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
     const char *p = memfind(body, len, boundary, blen), *end = body + len;
     bool have_prompt = false, have_image = false;
     cJSON *fields = cJSON_CreateObject(); /* text fields, then parsed like the JSON edit */
-    if (!fields) return reject(&pc, 500, "out of memory"), pc.status;
+    if (!fields) {
+        reject(&pc, 500, "out of memory");
+        return pc.status;
+    }
     while (p && !pc.status) {
         p += blen;
         if (end - p >= 2 && p[0] == '-' && p[1] == '-') break; /* closing boundary */
@@ -667,16 +670,15 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
             reject(&pc, 400, "malformed multipart part headers");
             break;
         }
-        char name[64] = "", filename[8] = "";
+        char name[64] = "";
         bool is_file = false;
         for (const char *line = p; line < hdr_end;) {
             const char *eol = memfind(line, (size_t)(hdr_end + 2 - line), "\r\n", 2);
             size_t n = (size_t)(eol - line);
             if (n > 20 && !strncasecmp(line, "content-disposition:", 20)) {
                 header_param(line, n, "name", name, sizeof name);
-                char dummy[256];
-                is_file = header_param(line, n, "filename", dummy, sizeof dummy) || is_file;
-                (void)filename;
+                char filename[256]; /* only its presence matters: a file part */
+                is_file = header_param(line, n, "filename", filename, sizeof filename) || is_file;
             }
             line = eol + 2;
         }
