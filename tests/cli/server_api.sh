@@ -227,6 +227,30 @@ status=$?
 SERVER_PID=
 check "SIGTERM: clean exit 0 (no leaks under ASan)" test "$status" -eq 0
 grep "jobs submitted" "$TMP/err"
+
+# ---- a second server: --serve-html-path, no API key ----
+echo '<html><body>custom page 42</body></html>' >"$TMP/page.html"
+"$BUILD/sdc-server" --diffusion-model "$TMP/m/minit2i.safetensors" --t5xxl "$TMP/m/t5/model.safetensors" \
+    -t 1 --listen-port 0 --serve-html-path "$TMP/page.html" >"$TMP/out2" 2>"$TMP/err2" &
+SERVER_PID=$!
+for _ in $(seq 1 300); do
+    grep -q "listening on" "$TMP/out2" 2>/dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+done
+PORT2=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/out2")
+check "--serve-html-path: GET / serves the file" bash -c "curl -s 'http://127.0.0.1:$PORT2/' | grep -q 'custom page 42'"
+check "no --api-key: API open" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' 'http://127.0.0.1:$PORT2/v1/models') = 200 ]"
+check "OPTIONS preflight: 204" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X OPTIONS 'http://127.0.0.1:$PORT2/sdapi/v1/txt2img') = 204 ]"
+kill -INT "$SERVER_PID"
+wait "$SERVER_PID"
+status2=$?
+SERVER_PID=
+check "SIGINT: clean exit 0" test "$status2" -eq 0
+"$BUILD/sdc-server" --diffusion-model "$TMP/m/minit2i.safetensors" --serve-html-path "$TMP/missing.html" >/dev/null 2>"$TMP/err3"
+check "--serve-html-path of a missing file: exit 1 with a message" bash -c "[ $? -eq 1 ] && grep -q 'cannot read' '$TMP/err3'"
+"$BUILD/sdc-server" --listen-port 70000 --diffusion-model "$TMP/m/minit2i.safetensors" >/dev/null 2>"$TMP/err4"
+check "--listen-port 70000: exit 1" bash -c "[ $? -eq 1 ] && grep -q 'listen-port' '$TMP/err4'"
 # cancelled: the running job, the queued one, the interrupted one and the hung-up client's
 check "server counted 4 cancelled jobs, 1 failed (72x64)" grep -q "failed 1, cancelled 4," "$TMP/err"
 [ "$status" -eq 0 ] || tail -30 "$TMP/err"
