@@ -173,7 +173,8 @@ static void test_unary_nan(void) {
             const float *o = d->data;
             CHECK(isnan(o[3]), "op %d isa %d: NaN in, %g out", (int)ops[oi], ii, o[3]);
             if (ops[oi] == SDC_OP_EXP || ops[oi] == SDC_OP_SIGMOID)
-                CHECK(o[9] >= 0.0f && o[9] < 1e-30f, "op %d isa %d: -inf in, %g out", (int)ops[oi], ii, o[9]);
+                CHECK(o[9] >= 0.0f && o[9] < 1e-30f, "op %d isa %d: -inf in, %g out", (int)ops[oi],
+                      ii, o[9]);
             t_free(d), t_free(a);
         }
     }
