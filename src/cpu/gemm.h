@@ -39,7 +39,6 @@ typedef struct sdc_gemm_kernels {
     sdc_gemm_pack_a_fn pack_a;
     sdc_gemm_dot_fn dot;
     sdc_gemm_transpose_fn transpose;
-    sdc_to_float_fn to_float[SDC_TYPE_COUNT]; /* faster row converters; NULL: the type trait's */
 } sdc_gemm_kernels;
 
 /* Kernels for an ISA level (falls back to the best compiled level at or below it). */
@@ -60,7 +59,5 @@ typedef struct sdc_gemm_weight {
  * (kc may end at the row end). tmp holds NR * SDC_GEMM_KC floats. */
 void sdc_gemm_pack_panel(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, int64_t n0,
                          int64_t nr, int64_t k0, int64_t kc, float *panel, float *tmp);
-/* Row converter for a type: the ISA's fast one or the type trait's. */
-sdc_to_float_fn sdc_gemm_row_converter(const sdc_gemm_kernels *kern, sdc_type type);
 
 #endif

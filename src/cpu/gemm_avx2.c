@@ -1,5 +1,5 @@
-/* AVX2 + FMA + F16C micro-kernels: 6x16 register block (12 accumulators), FMA dot
- * product, and fast row converters used when packing weight panels. */
+/* AVX2 + FMA micro-kernels: 6x16 register block (12 accumulators) and FMA dot product.
+ * (Weight rows are dequantised by the type traits, which have their own AVX2 paths.) */
 #include <immintrin.h>
 
 #include "cpu/gemm.h"
@@ -59,30 +59,7 @@ static float dot_avx2(const float *a, const float *b, int64_t n) {
     return s;
 }
 
-static void f16_row_f16c(const void *src, float *dst, int64_t n) {
-    const uint16_t *s = src;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-    for (; i < n; i++) dst[i] = _cvtsh_ss(s[i]);
-}
-
-static void bf16_row_avx2(const void *src, float *dst, int64_t n) {
-    const uint16_t *s = src;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
-        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
-    }
-    for (; i < n; i++) {
-        uint32_t u = (uint32_t)s[i] << 16;
-        __builtin_memcpy(dst + i, &u, 4);
-    }
-}
-
 void sdc_gemm_kernels_init_avx2(sdc_gemm_kernels *k) {
     k->ukernel = ukernel_avx2;
     k->dot = dot_avx2;
-    k->to_float[SDC_TYPE_F16] = f16_row_f16c;
-    k->to_float[SDC_TYPE_BF16] = bf16_row_avx2;
 }

@@ -6,12 +6,6 @@
 
 static const float g_zero_row[SDC_GEMM_KC];
 
-sdc_to_float_fn sdc_gemm_row_converter(const sdc_gemm_kernels *kern, sdc_type type) {
-    if (type >= 0 && type < SDC_TYPE_COUNT && kern->to_float[type]) return kern->to_float[type];
-    const sdc_type_traits *tr = sdc_type_get(type);
-    return tr ? tr->to_float : NULL;
-}
-
 void sdc_gemm_pack_panel(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, int64_t n0,
                          int64_t nr, int64_t k0, int64_t kc, float *panel, float *tmp) {
     const float *rows[SDC_GEMM_NR];
@@ -21,7 +15,7 @@ void sdc_gemm_pack_panel(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w,
         for (int64_t j = 0; j < nr; j++)
             rows[j] = (const float *)((const char *)w->data + (size_t)(n0 + j) * w->row_bytes) + k0;
     } else {
-        sdc_to_float_fn conv = sdc_gemm_row_converter(kern, w->type);
+        sdc_to_float_fn conv = tr->to_float;
         for (int64_t j = 0; j < nr; j++) {
             float *dst = tmp + j * SDC_GEMM_KC;
             conv((const char *)w->data + (size_t)(n0 + j) * w->row_bytes + koff, dst, kc);

@@ -1,10 +1,10 @@
 /* Matrix multiplication dst = x @ w^T (SDC_OP_MATMUL) and the block GEMM behind it.
  *
  * Many rows: the weight is packed a block at a time (KC x NC, dequantised to F32 in
- * panels of NR columns) and a register-blocked micro-kernel runs every group of MR
- * activation rows against each panel. Activation rows are read in place through row
- * pointers, so strided x and broadcast batches need no copy. Few rows: one weight row
- * is dequantised at a time and dotted with each activation row.
+ * panels of NR columns), activation rows a block at a time (MC x KC, in groups of MR),
+ * and a register-blocked micro-kernel multiplies each row group by each panel. Rows
+ * are found through a row map, so strided x and broadcast batches need no copy. Few
+ * rows: one weight row is dequantised at a time and dotted with each activation row.
  * Threads split the output into (weight slice, row chunk, column panel range) items;
  * each packs its own panels, so no barrier is needed. */
 #include <pthread.h>
@@ -76,8 +76,11 @@ static void gemm_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, i
                        const gemm_bufs *buf, bool accumulate) {
     const float *arow[MC];
     float *crow[MC];
-    for (int64_t nc0 = n0; nc0 < n1; nc0 += buf->nc_max) {
-        int64_t ncl = min64(buf->nc_max, n1 - nc0), np = (ncl + NR - 1) / NR;
+    /* equal column blocks: a short last block would amortise its activation packing badly */
+    int64_t nblocks = (n1 - n0 + buf->nc_max - 1) / buf->nc_max;
+    int64_t nc = ((n1 - n0 + nblocks - 1) / nblocks + NR - 1) / NR * NR;
+    for (int64_t nc0 = n0; nc0 < n1; nc0 += nc) {
+        int64_t ncl = min64(nc, n1 - nc0), np = (ncl + NR - 1) / NR;
         for (int64_t kc0 = 0; kc0 < K; kc0 += KC) {
             int64_t kcl = min64(KC, K - kc0);
             for (int64_t p = 0; p < np; p++)
@@ -124,7 +127,7 @@ static void gemm_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, i
 static void dot_block(const sdc_gemm_kernels *kern, const sdc_gemm_weight *w, int64_t K,
                       const row_map *rm, int64_t rows, int64_t n0, int64_t n1, float *rowbuf,
                       bool accumulate) {
-    sdc_to_float_fn conv = sdc_gemm_row_converter(kern, w->type);
+    sdc_to_float_fn conv = sdc_type_get(w->type)->to_float;
     for (int64_t n = n0; n < n1; n++) {
         const void *src = (const char *)w->data + (size_t)n * w->row_bytes;
         const float *wrow = src;
@@ -184,8 +187,16 @@ void sdc_cpu_matmul(const sdc_cpu_params *p, sdc_tensor *dst) {
     if (!p->wdata || p->wsize < sdc_cpu_matmul_work_size(dst, p->nth)) return;
     char *work = (char *)align_up((size_t)p->wdata, 64) + (size_t)p->ith * thread_work_bytes(K, N);
 
-    row_map rm = {M,        r2,       0,         0,          x->data,    x->nb[1],
-                  x->nb[2], x->nb[3], dst->data, dst->nb[1], dst->nb[2], dst->nb[3]};
+    row_map rm = {.m = M,
+                  .r2 = r2,
+                  .a = x->data,
+                  .a_nb1 = x->nb[1],
+                  .a_nb2 = x->nb[2],
+                  .a_nb3 = x->nb[3],
+                  .c = dst->data,
+                  .c_nb1 = dst->nb[1],
+                  .c_nb2 = dst->nb[2],
+                  .c_nb3 = dst->nb[3]};
     sdc_gemm_weight wt = {NULL, w->nb[1], w->type};
 
     if (K == 0 || rows < MIN_ROWS) {
@@ -263,18 +274,12 @@ void sdc_gemm_f32_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t ld
                      int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (m <= 0 || n <= 0) return;
     const sdc_gemm_kernels *kern = sdc_gemm_kernels_for(sdc_cpu_isa());
-    row_map rm = {m,
-                  1,
-                  0,
-                  0,
-                  (const char *)A,
-                  (size_t)lda * sizeof(float),
-                  0,
-                  0,
-                  (char *)C,
-                  (size_t)ldc * sizeof(float),
-                  0,
-                  0};
+    row_map rm = {.m = m,
+                  .r2 = 1,
+                  .a = (const char *)A,
+                  .a_nb1 = (size_t)lda * sizeof(float),
+                  .c = (char *)C,
+                  .c_nb1 = (size_t)ldc * sizeof(float)};
     sdc_gemm_weight wt = {B, (size_t)ldb * sizeof(float), SDC_TYPE_F32};
     if (k <= 0) {
         if (!accumulate)
@@ -287,8 +292,7 @@ void sdc_gemm_f32_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t ld
     }
     const gemm_bufs *buf = thread_bufs();
     if (!buf) { /* out of memory: still give the right answer, slowly */
-        const sdc_gemm_kernels *sk = sdc_gemm_kernels_for(SDC_ISA_SCALAR);
-        dot_block(sk, &wt, k, &rm, m, 0, n, NULL, accumulate);
+        dot_block(kern, &wt, k, &rm, m, 0, n, NULL, accumulate);
         return;
     }
     gemm_block(kern, &wt, k, &rm, 0, m, 0, n, buf, accumulate);

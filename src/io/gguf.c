@@ -51,7 +51,10 @@ static void *arena_alloc(arena_block **head, size_t n) {
     n = (n + 15) & ~(size_t)15;
     arena_block *b = *head;
     if (!b || b->cap - b->used < n) {
-        size_t cap = n > 65536 ? n : 65536;
+        /* blocks grow from 4 KiB to 1 MiB: small files stay small, vocabularies of
+         * hundreds of thousands of strings need few blocks */
+        size_t cap = b ? (b->cap < (1u << 19) ? b->cap * 2 : (size_t)1 << 20) : 4096;
+        if (cap < n) cap = n;
         b = malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->next = *head;
@@ -279,12 +282,16 @@ static sdc_status read_tensor_info(rd *r, int i, sdc_gguf_tensor *t) {
     if ((st = rd_u64(r, "data offset", &t->offset))) return st;
 
     /* size from the type traits, every step checked for overflow */
-    uint64_t rows = 1;
-    for (int d = 1; d < SDC_GGUF_MAX_DIMS; d++) {
-        if (t->ne[d] != 0 && rows > (uint64_t)INT64_MAX / (uint64_t)t->ne[d])
+    /* the product of all dims taken as at least 1 must fit int64, so that element
+     * counts computed in any order never overflow (zero dims included) */
+    uint64_t rows = 1, span = 1;
+    for (int d = 0; d < SDC_GGUF_MAX_DIMS; d++) {
+        uint64_t v = t->ne[d] ? (uint64_t)t->ne[d] : 1;
+        if (span > (uint64_t)INT64_MAX / v)
             return rd_fail(r, "shape [%lld, %lld, %lld, %lld] overflows", (long long)t->ne[0],
                            (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3]);
-        rows *= (uint64_t)t->ne[d];
+        span *= v;
+        if (d > 0) rows *= (uint64_t)t->ne[d];
     }
     if (t->ne[0] % tr->block_size)
         return rd_fail(r, "ne[0] = %lld is not a multiple of the %s block size %lld",
@@ -321,9 +328,10 @@ static sdc_status place_tensors(sdc_gguf_file *f, size_t info_end) {
             return sdc_fail(SDC_ERR_FORMAT, "%s: general.alignment has type %s, expected u32", L,
                             sdc_gguf_vtype_name(a->type));
         uint32_t v = a->v.u32;
-        if (v == 0 || (v & (v - 1)) || v > (1u << 30))
+        if (v == 0 || (v & (v - 1)) || v > SDC_GGUF_MAX_ALIGNMENT)
             return sdc_fail(SDC_ERR_FORMAT,
-                            "%s: general.alignment = %u is not a power of two (up to 2^30)", L, v);
+                            "%s: general.alignment = %u is not a power of two up to %u", L, v,
+                            SDC_GGUF_MAX_ALIGNMENT);
         f->alignment = v;
     }
     uint64_t data_off = align_up(info_end, f->alignment);

@@ -454,12 +454,16 @@ static sdc_status parse_tensor(jcur *c, sdc_st_tensor *t, st_raw *raw) {
 
 /* Checks one tensor's sizes and offsets against the data section. */
 static sdc_status check_tensor(sdc_st_file *f, sdc_st_tensor *t, const st_raw *raw) {
-    uint64_t numel = 1;
+    /* The product of the dims taken as at least 1 must fit, so that element counts
+     * computed in any order (zero dims last, e.g. after reversing) never overflow. */
+    uint64_t span = 1, numel = 1;
     for (int i = 0; i < t->ndim; i++) {
-        if (t->shape[i] != 0 && numel > (uint64_t)INT64_MAX / (uint64_t)t->shape[i])
+        uint64_t d = t->shape[i] ? (uint64_t)t->shape[i] : 1;
+        if (span > (uint64_t)INT64_MAX / d)
             return sdc_fail(SDC_ERR_FORMAT,
                             "%s: tensor '%s': shape element count overflows 64 bits", f->label,
                             t->name);
+        span *= d;
         numel *= (uint64_t)t->shape[i];
     }
     size_t esz = k_dtypes[t->dtype].size;

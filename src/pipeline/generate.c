@@ -63,7 +63,7 @@ static sdc_status minit2i_denoise(void *user, const float *x, float sigma, float
     memcpy(d->batch_x, x, (size_t)n * sizeof(float));
     if (cfg) memcpy(d->batch_x + n, x, (size_t)n * sizeof(float));
     sdc_status s = sdc_minit2i_forward(ctx->dit, ctx->backend, d->batch_x, B, d->width, d->height,
-                                       d->txt, d->batch_out, NULL, NULL);
+                                       d->txt, d->batch_out, ctx->eval_cb, ctx->eval_user);
     if (s != SDC_OK) return s;
     const float *c = d->batch_out, *u = d->batch_out + n;
     if (cfg) {
@@ -162,16 +162,17 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         s = sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
         goto done;
     }
-    if ((s = sdc_t5_encode(ctx->t5, ctx->backend, ids, n_real, t5_out, NULL, NULL)) != SDC_OK)
+    if ((s = sdc_t5_encode(ctx->t5, ctx->backend, ids, n_real, t5_out, ctx->eval_cb,
+                           ctx->eval_user)) != SDC_OK)
         goto done;
     /* the text encoder's weights are not needed while sampling: let the OS drop them */
     sdc_loader_release_pages(ctx->weights, ctx->t5_file);
-    if ((s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, t5_out, n_real, txt, NULL, NULL)) !=
-        SDC_OK)
+    if ((s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, t5_out, n_real, txt, ctx->eval_cb,
+                                     ctx->eval_user)) != SDC_OK)
         goto done;
     if (p->cfg_scale != 1.0f &&
-        (s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, NULL, 0, txt + (size_t)L * H, NULL,
-                                     NULL)) != SDC_OK)
+        (s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, NULL, 0, txt + (size_t)L * H,
+                                     ctx->eval_cb, ctx->eval_user)) != SDC_OK)
         goto done;
     SDC_LOGI("text encoded in %.2fs (%d tokens)", now_seconds() - t0, n_real);
 

@@ -26,6 +26,18 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* --cpu-time: a run's time is the process CPU time divided by the thread count, which
+ * leaves out the time threads wait for a core on a loaded machine (but still counts
+ * imbalance and spinning). */
+static int g_cpu_time;
+
+static double run_clock(int nth) {
+    if (!g_cpu_time) return now_s();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ((double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec) / nth;
+}
+
 static int g_quick;
 static const char *g_filters[32];
 static int g_nfilters;
@@ -69,9 +81,9 @@ static double time_kernel(sdc_cpu_kernel_fn fn, sdc_cpu_work_fn work_fn, sdc_ten
     double budget = g_quick ? 0.15 : 1.0, best = 1e30, start = now_s();
     int runs = 0;
     do {
-        double t0 = now_s();
+        double t0 = run_clock(nth);
         sdc_threadpool_run(pool, kernel_task, &job);
-        double t = now_s() - t0;
+        double t = run_clock(nth) - t0;
         if (t < best) best = t;
         runs++;
     } while (runs < 2 || (now_s() - start < budget && runs < 50));
@@ -132,9 +144,9 @@ static double measure_peak(int nth) {
     sdc_threadpool *pool = pool_for(nth);
     double best = 1e30;
     for (int r = 0; r < (g_quick ? 5 : 15); r++) {
-        double t0 = now_s();
+        double t0 = run_clock(nth);
         sdc_threadpool_run(pool, peak_task, &job);
-        double t = now_s() - t0;
+        double t = run_clock(nth) - t0;
         if (t < best) best = t;
     }
     return (double)job.iters * 12 * 8 * 2 * nth / best * 1e-9;
@@ -287,11 +299,14 @@ static void bench_attention(int nth, double peak1, double peakn) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: sdc-bench [-t N] [--quick] [filter...]\n"
+    fprintf(stderr, "usage: sdc-bench [-t N] [--quick] [--cpu-time] [filter...]\n"
                     "  -t N      thread count for the multi-threaded column (default 2)\n"
                     "  --quick   shorter timing runs\n"
+                    "  --cpu-time  time runs by process CPU time / threads instead of the wall\n"
+                    "            clock (for a loaded machine: leaves out waiting for a core)\n"
                     "  filter    only rows whose label contains one of these words, e.g.\n"
-                    "            q4_K, f32, 1280x, gemm, attn\n");
+                    "            q4_K, f32, 1280x, gemm, attn\n"
+                    "SDC_CPU_ISA=scalar|avx|avx2 caps the SIMD level of the kernels.\n");
 }
 
 int main(int argc, char **argv) {
@@ -305,6 +320,8 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(argv[i], "--quick")) {
             g_quick = 1;
+        } else if (!strcmp(argv[i], "--cpu-time")) {
+            g_cpu_time = 1;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage();
             return 0;
@@ -315,8 +332,9 @@ int main(int argc, char **argv) {
             g_filters[g_nfilters++] = argv[i];
         }
     }
-    printf("sdc-bench: ISA %s, %d threads for the multi-threaded column, %d CPUs\n",
-           sdc_isa_name(sdc_cpu_isa()), nth, sdc_cpu_count());
+    printf("sdc-bench: ISA %s, %d threads for the multi-threaded column, %d CPUs, %s\n",
+           sdc_isa_name(sdc_cpu_isa()), nth, sdc_cpu_count(),
+           g_cpu_time ? "times: process CPU time / threads" : "times: wall clock");
     double peak1 = measure_peak(1), peakn = nth > 1 ? measure_peak(nth) : peak1;
     if (peak1 > 0)
         printf("FMA peak (register-only AVX2 FMA loop): 1 thread %.1f GFLOP/s, %d threads %.1f "
