@@ -93,6 +93,10 @@ typedef struct sdc_generate_params {
     const char *sampler_rng; /* --sampler-rng, NULL = same as rng */
     float eta;               /* --eta, for samplers that have one */
     int batch_count;         /* -b: images with seeds seed, seed+1, ... */
+    /* img2img: start from this image (same size as width x height) instead of pure noise */
+    const sdc_image *init_image;
+    float strength;              /* --strength: share of the schedule that is run (0..1] */
+    const sdc_image *mask_image; /* inpainting: white regenerates, black keeps init_image */
     sdc_progress_fn progress;
     void *progress_user;
 } sdc_generate_params;

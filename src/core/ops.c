@@ -218,12 +218,12 @@ sdc_tensor *sdc_get_rows(sdc_graph *g, sdc_tensor *table, sdc_tensor *ids) {
 
 /* ---------------------------------------------------------------- elementwise */
 
-/* ADD/SUB/MUL/DIV: src = {a, b}, F32; b broadcast over a. */
+/* ADD/SUB/MUL/DIV: src = {a F32, b F32/F16/BF16}; b broadcast over a; dst F32. */
 static sdc_tensor *binary(sdc_graph *g, sdc_op op, sdc_tensor *a, sdc_tensor *b, const char *who) {
     if (!a || !b) return NULL;
     char ba[64], bb[64];
-    if (a->type != SDC_TYPE_F32 || b->type != SDC_TYPE_F32)
-        return sdc_graph_set_error(g, "%s: needs f32 inputs, got %s and %s", who,
+    if (a->type != SDC_TYPE_F32 || !is_float_type(b->type))
+        return sdc_graph_set_error(g, "%s: needs f32 a and f32/f16/bf16 b, got %s and %s", who,
                                    sdc_type_name(a->type), sdc_type_name(b->type));
     for (int i = 0; i < 4; i++)
         if (b->ne[i] <= 0 || a->ne[i] % b->ne[i])

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #define SDC_ATTN_BQ 48  /* query rows per block (a multiple of the 6-row micro-kernel) */
-#define SDC_ATTN_BK 128 /* keys per score tile (a multiple of 16) */
+#define SDC_ATTN_BK 256 /* keys per score tile (a multiple of 16) */
 
 typedef struct sdc_attn_block {
     int64_t nq;        /* query rows to compute, padded (rows beyond the real ones are zero) */

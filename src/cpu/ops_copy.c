@@ -21,6 +21,16 @@ static void convert_row(sdc_type dt, char *d, size_t dnb0, sdc_type st, const ch
         memcpy(d, s, (size_t)(n / dtr->block_size) * dtr->block_bytes);
         return;
     }
+    if (dt == st && dtr->block_bytes == 4 && dnb0 == 4) { /* strided gather, no conversion */
+        uint32_t *d4 = (uint32_t *)d;
+        for (int64_t i = 0; i < n; i++) memcpy(d4 + i, s + (size_t)i * snb0, 4);
+        return;
+    }
+    if (dt == st && dtr->block_bytes == 2 && dnb0 == 2) {
+        uint16_t *d2 = (uint16_t *)d;
+        for (int64_t i = 0; i < n; i++) memcpy(d2 + i, s + (size_t)i * snb0, 2);
+        return;
+    }
     if (dt == st && dtr->is_quantized) { /* block-wise strided copy */
         for (int64_t b = 0; b < n / dtr->block_size; b++)
             memcpy(d + (size_t)b * dnb0, s + (size_t)b * snb0, dtr->block_bytes);

@@ -61,6 +61,8 @@ void sdc_cpu_binary(const sdc_cpu_params *p, sdc_tensor *dst) {
     const sdc_tensor *a = dst->src[0], *b = dst->src[1];
     const sdc_op op = dst->op;
     const int64_t n = dst->ne[0], bn = b->ne[0];
+    const bool ac = a->nb[0] == sizeof(float), bf32 = b->type == SDC_TYPE_F32;
+    float bbuf[256]; /* F16/BF16 b: converted a chunk at a time */
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -69,8 +71,20 @@ void sdc_cpu_binary(const sdc_cpu_params *p, sdc_tensor *dst) {
         float *d = (float *)sdc_row_ptr(dst, i1, i2, i3);
         const char *ar = sdc_row_ptr(a, i1, i2, i3);
         const char *br = sdc_row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
-        const bool ac = a->nb[0] == sizeof(float);
-        if (ac && bn == 1) {
+        if (!bf32) {
+            for (int64_t k = 0; k < n; k += 256) {
+                const int64_t m = n - k < 256 ? n - k : 256;
+                for (int64_t i = 0; i < m; i++)
+                    bbuf[i] = sdc_load_elem(b->type, br + ((k + i) % bn) * b->nb[0]);
+                if (ac) {
+                    binary_contig(op, d + k, (const float *)ar + k, bbuf, m);
+                } else {
+                    for (int64_t i = 0; i < m; i++)
+                        d[k + i] =
+                            apply_binary(op, *(const float *)(ar + (k + i) * a->nb[0]), bbuf[i]);
+                }
+            }
+        } else if (ac && bn == 1) {
             binary_scalar_b(op, d, (const float *)ar, *(const float *)br, n);
         } else if (ac && b->nb[0] == sizeof(float)) {
             for (int64_t k = 0; k < n; k += bn) /* b's row repeats along dim 0 */

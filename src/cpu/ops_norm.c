@@ -2,7 +2,31 @@
  * so long rows (group norm over 64x64x16 values) keep full float precision. */
 #include <math.h>
 
+#include "cpu/cpu_features.h"
+#include "cpu/ops_norm_impl.h"
 #include "cpu/ops_util.h"
+
+/* Contiguous rows take the AVX2 variants when the CPU has them. */
+static bool use_avx2(void) {
+#if defined(SDC_HAVE_X86)
+    return sdc_cpu_isa() >= SDC_ISA_AVX2;
+#else
+    return false;
+#endif
+}
+#if !defined(SDC_HAVE_X86) /* never called there; keeps the calls below linkable */
+void sdc_rms_row_avx2(float *d, const float *x, int64_t n, const float *w, float eps) {}
+void sdc_layer_row_avx2(float *d, const float *x, int64_t n, const float *w, const float *b,
+                        float eps) {}
+void sdc_softmax_row_avx2(float *d, int64_t n) {}
+double sdc_sum_avx2(const float *x, int64_t n) {
+    return 0;
+}
+double sdc_sum_sq_dev_avx2(const float *x, int64_t n, float mean) {
+    return 0;
+}
+void sdc_scale_shift_avx2(float *d, const float *x, int64_t n, float mean, float k, float off) {}
+#endif
 
 #define ELEM(row, t, i) (*(const float *)((row) + (i) * (t)->nb[0]))
 
@@ -25,6 +49,7 @@ void sdc_cpu_softmax(const sdc_cpu_params *p, sdc_tensor *dst) {
     const sdc_tensor *a = dst->src[0], *mask = dst->src[1];
     const float scale = dst->params.f[0];
     const int64_t n = a->ne[0];
+    const bool simd = use_avx2();
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -39,6 +64,10 @@ void sdc_cpu_softmax(const sdc_cpu_params *p, sdc_tensor *dst) {
                 d[i] = ELEM(ar, a, i) * scale + sdc_load_elem(mask->type, mr + i * mask->nb[0]);
         } else {
             for (int64_t i = 0; i < n; i++) d[i] = ELEM(ar, a, i) * scale;
+        }
+        if (simd) {
+            sdc_softmax_row_avx2(d, n);
+            continue;
         }
         for (int64_t i = 0; i < n; i++) mx = d[i] > mx ? d[i] : mx;
         if (mx == -INFINITY) { /* every entry masked: no distribution, emit zeros */
@@ -64,6 +93,7 @@ void sdc_cpu_layer_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
     const float *w = vec_data(dst->src[1]), *b = vec_data(dst->src[2]);
     const float eps = dst->params.f[0];
     const int64_t n = a->ne[0];
+    const bool simd = use_avx2() && a->nb[0] == sizeof(float);
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -71,6 +101,10 @@ void sdc_cpu_layer_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
         sdc_row_index(dst, r, &i1, &i2, &i3);
         const char *ar = sdc_row_ptr(a, i1, i2, i3);
         float *d = (float *)sdc_row_ptr(dst, i1, i2, i3);
+        if (simd) {
+            sdc_layer_row_avx2(d, (const float *)ar, n, w, b, eps);
+            continue;
+        }
         double s = 0, ss = 0;
         for (int64_t i = 0; i < n; i++) s += ELEM(ar, a, i);
         const double mean = s / n;
@@ -93,6 +127,7 @@ void sdc_cpu_rms_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
     const float *w = vec_data(dst->src[1]);
     const float eps = dst->params.f[0];
     const int64_t n = a->ne[0];
+    const bool simd = use_avx2() && a->nb[0] == sizeof(float);
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -100,6 +135,10 @@ void sdc_cpu_rms_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
         sdc_row_index(dst, r, &i1, &i2, &i3);
         const char *ar = sdc_row_ptr(a, i1, i2, i3);
         float *d = (float *)sdc_row_ptr(dst, i1, i2, i3);
+        if (simd) {
+            sdc_rms_row_avx2(d, (const float *)ar, n, w, eps);
+            continue;
+        }
         double ss = 0;
         for (int64_t i = 0; i < n; i++) {
             double v = ELEM(ar, a, i);
@@ -112,6 +151,39 @@ void sdc_cpu_rms_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
 
 /* Group norm over (spatial, channels of the group) for each (batch, group). The channel
  * axis is 2 ([W,H,C,N]) or 1 ([L,C,N]): rows of one channel are (i1, c, n) or (c, n). */
+/* AVX2 group norm of one (batch, group) whose channel planes are contiguous: sums run
+ * over pieces of at most 4096 values in float, combined in double. */
+static void group_norm_planes_avx2(const sdc_tensor *a, sdc_tensor *dst, int64_t nb_i, int64_t c0,
+                                   int64_t cg, int axis, int64_t plane, const float *w,
+                                   const float *b, float eps) {
+    const int64_t piece = 4096;
+    double s = 0, ss = 0;
+    for (int64_t c = c0; c < c0 + cg; c++) {
+        const float *x =
+            (const float *)(axis == 2 ? sdc_row_ptr(a, 0, c, nb_i) : sdc_row_ptr(a, c, nb_i, 0));
+        for (int64_t i = 0; i < plane; i += piece)
+            s += sdc_sum_avx2(x + i, plane - i < piece ? plane - i : piece);
+    }
+    const double cnt = (double)(cg * plane);
+    const float mean = (float)(s / cnt);
+    for (int64_t c = c0; c < c0 + cg; c++) {
+        const float *x =
+            (const float *)(axis == 2 ? sdc_row_ptr(a, 0, c, nb_i) : sdc_row_ptr(a, c, nb_i, 0));
+        for (int64_t i = 0; i < plane; i += piece)
+            ss += sdc_sum_sq_dev_avx2(x + i, plane - i < piece ? plane - i : piece, mean);
+    }
+    const float rstd = (float)(1.0 / sqrt(ss / cnt + eps));
+    for (int64_t c = c0; c < c0 + cg; c++) {
+        const float *x =
+            (const float *)(axis == 2 ? sdc_row_ptr(a, 0, c, nb_i) : sdc_row_ptr(a, c, nb_i, 0));
+        float *d =
+            (float *)(axis == 2 ? sdc_row_ptr(dst, 0, c, nb_i) : sdc_row_ptr(dst, c, nb_i, 0));
+        sdc_scale_shift_avx2(d, x, plane, mean, rstd * (w ? w[c] : 1.0f), b ? b[c] : 0.0f);
+    }
+}
+
+/* Group norm over (spatial, channels of the group) for each (batch, group). The channel
+ * axis is 2 ([W,H,C,N]) or 1 ([L,C,N]): rows of one channel are (i1, c, n) or (c, n). */
 void sdc_cpu_group_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
     const sdc_tensor *a = dst->src[0];
     const float *w = vec_data(dst->src[1]), *b = vec_data(dst->src[2]);
@@ -119,10 +191,17 @@ void sdc_cpu_group_norm(const sdc_cpu_params *p, sdc_tensor *dst) {
     const float eps = dst->params.f[1];
     const int64_t C = a->ne[axis], cg = C / groups, n0 = a->ne[0];
     const int64_t nbatch = axis == 2 ? a->ne[3] : a->ne[2], rows = axis == 2 ? a->ne[1] : 1;
+    /* dst is contiguous; planes of a are when its rows follow each other */
+    const bool planes = use_avx2() && a->nb[0] == sizeof(float) &&
+                        (rows == 1 || a->nb[1] == (size_t)n0 * sizeof(float));
     int64_t lo, hi;
     sdc_cpu_split(nbatch * groups, p->ith, p->nth, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         const int64_t nb_i = u / groups, c0 = (u % groups) * cg;
+        if (planes) {
+            group_norm_planes_avx2(a, dst, nb_i, c0, cg, axis, n0 * rows, w, b, eps);
+            continue;
+        }
         double s = 0, ss = 0;
         for (int pass = 0; pass < 2; pass++) {
             const double mean = s / (double)(cg * rows * n0);

@@ -20,6 +20,22 @@ void sdc_cpu_rope(const sdc_cpu_params *p, sdc_tensor *dst) {
         const char *cr = sdc_row_ptr(ct, il, 0, ib % ct->ne[3]);
         const char *sr = sdc_row_ptr(st, il, 0, ib % st->ne[3]);
         float *d = (float *)sdc_row_ptr(dst, ih, il, ib);
+        if (x->nb[0] == sizeof(float) && ct->nb[0] == sizeof(float) &&
+            st->nb[0] == sizeof(float)) { /* plain indexing the compiler can vectorise */
+            const float *xf = (const float *)xr, *c = (const float *)cr, *s = (const float *)sr;
+            if (mode == SDC_ROPE_HALF) {
+                for (int64_t i = 0; i < half; i++) {
+                    d[i] = xf[i] * c[i] - xf[i + half] * s[i];
+                    d[i + half] = xf[i] * s[i] + xf[i + half] * c[i];
+                }
+            } else {
+                for (int64_t i = 0; i < half; i++) {
+                    d[2 * i] = xf[2 * i] * c[i] - xf[2 * i + 1] * s[i];
+                    d[2 * i + 1] = xf[2 * i] * s[i] + xf[2 * i + 1] * c[i];
+                }
+            }
+            continue;
+        }
         for (int64_t i = 0; i < half; i++) {
             const int64_t j0 = i * step, j1 = j0 + other;
             const float x0 = *(const float *)(xr + j0 * x->nb[0]);

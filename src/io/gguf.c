@@ -2,6 +2,7 @@
  * the bytes still left in the file before anything is allocated for it, and every
  * tensor is checked (type, shape, size, alignment, bounds, overlap) before open returns.
  * Values are read as little-endian; we only build for little-endian hosts. */
+#include "io/file_map.h"
 #include "io/gguf.h"
 
 #include "io/name_index.h"
@@ -51,7 +52,10 @@ static void *arena_alloc(arena_block **head, size_t n) {
     n = (n + 15) & ~(size_t)15;
     arena_block *b = *head;
     if (!b || b->cap - b->used < n) {
-        size_t cap = n > 65536 ? n : 65536;
+        /* blocks grow from 4 KiB to 1 MiB: small files stay small, vocabularies of
+         * hundreds of thousands of strings need few blocks */
+        size_t cap = b ? (b->cap < (1u << 19) ? b->cap * 2 : (size_t)1 << 20) : 4096;
+        if (cap < n) cap = n;
         b = malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->next = *head;
@@ -279,12 +283,16 @@ static sdc_status read_tensor_info(rd *r, int i, sdc_gguf_tensor *t) {
     if ((st = rd_u64(r, "data offset", &t->offset))) return st;
 
     /* size from the type traits, every step checked for overflow */
-    uint64_t rows = 1;
-    for (int d = 1; d < SDC_GGUF_MAX_DIMS; d++) {
-        if (t->ne[d] != 0 && rows > (uint64_t)INT64_MAX / (uint64_t)t->ne[d])
+    /* the product of all dims taken as at least 1 must fit int64, so that element
+     * counts computed in any order never overflow (zero dims included) */
+    uint64_t rows = 1, span = 1;
+    for (int d = 0; d < SDC_GGUF_MAX_DIMS; d++) {
+        uint64_t v = t->ne[d] ? (uint64_t)t->ne[d] : 1;
+        if (span > (uint64_t)INT64_MAX / v)
             return rd_fail(r, "shape [%lld, %lld, %lld, %lld] overflows", (long long)t->ne[0],
                            (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3]);
-        rows *= (uint64_t)t->ne[d];
+        span *= v;
+        if (d > 0) rows *= (uint64_t)t->ne[d];
     }
     if (t->ne[0] % tr->block_size)
         return rd_fail(r, "ne[0] = %lld is not a multiple of the %s block size %lld",
@@ -321,9 +329,10 @@ static sdc_status place_tensors(sdc_gguf_file *f, size_t info_end) {
             return sdc_fail(SDC_ERR_FORMAT, "%s: general.alignment has type %s, expected u32", L,
                             sdc_gguf_vtype_name(a->type));
         uint32_t v = a->v.u32;
-        if (v == 0 || (v & (v - 1)) || v > (1u << 30))
+        if (v == 0 || (v & (v - 1)) || v > SDC_GGUF_MAX_ALIGNMENT)
             return sdc_fail(SDC_ERR_FORMAT,
-                            "%s: general.alignment = %u is not a power of two (up to 2^30)", L, v);
+                            "%s: general.alignment = %u is not a power of two up to %u", L, v,
+                            SDC_GGUF_MAX_ALIGNMENT);
         f->alignment = v;
     }
     uint64_t data_off = align_up(info_end, f->alignment);
@@ -484,32 +493,19 @@ sdc_status sdc_gguf_open_memory(const void *data, size_t size, const char *label
 
 sdc_status sdc_gguf_open(const char *path, sdc_gguf_file **out) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return sdc_fail(SDC_ERR_IO, "%s: not a regular file", path);
-    }
+    void *map;
+    size_t size;
+    sdc_status ms = sdc_map_file(path, &map, &size);
+    if (ms != SDC_OK) return ms;
     sdc_gguf_file *f = new_file(path);
     if (!f) {
-        close(fd);
+        sdc_unmap_file(map, size);
         return sdc_fail(SDC_ERR_NO_MEMORY, "out of memory");
     }
-    f->size = (size_t)sb.st_size;
-    if (f->size) {
-        void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            sdc_gguf_close(f);
-            return sdc_fail(SDC_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
-        }
-        f->map = m;
-        f->map_size = f->size;
-        f->image = m;
-    }
-    close(fd);
+    f->size = size;
+    f->map = map;
+    f->map_size = size;
+    f->image = map;
     sdc_status st = parse(f);
     if (st) {
         sdc_gguf_close(f);
@@ -521,7 +517,7 @@ sdc_status sdc_gguf_open(const char *path, sdc_gguf_file **out) {
 
 void sdc_gguf_close(sdc_gguf_file *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->map_size);
+    sdc_unmap_file(f->map, f->map_size);
     sdc_name_index_free(&f->kv_index);
     sdc_name_index_free(&f->tensor_index);
     arena_free(f->arena);

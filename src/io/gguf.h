@@ -39,7 +39,10 @@ typedef enum sdc_gguf_vtype {
 } sdc_gguf_vtype;
 
 #define SDC_GGUF_DEFAULT_ALIGNMENT 32
-#define SDC_GGUF_MAX_DIMS          4
+/* Largest general.alignment accepted (ggml allows any power of two; 64 KiB is far above
+ * what writers use and keeps padding bounded). */
+#define SDC_GGUF_MAX_ALIGNMENT 65536u
+#define SDC_GGUF_MAX_DIMS      4
 
 typedef union sdc_gguf_scalar {
     uint8_t u8;

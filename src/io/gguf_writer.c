@@ -128,9 +128,10 @@ static sdc_status set_scalar(sdc_gguf_writer *w, const char *key, sdc_gguf_vtype
     if (key && strcmp(key, "general.alignment") == 0) {
         if (t != SDC_GGUF_U32)
             return sdc_fail(SDC_ERR_INVALID_ARG, "gguf writer: general.alignment must be u32");
-        if (v.u32 == 0 || (v.u32 & (v.u32 - 1)) || v.u32 > (1u << 30))
+        if (v.u32 == 0 || (v.u32 & (v.u32 - 1)) || v.u32 > SDC_GGUF_MAX_ALIGNMENT)
             return sdc_fail(SDC_ERR_INVALID_ARG,
-                            "gguf writer: general.alignment %u is not a power of two", v.u32);
+                            "gguf writer: general.alignment %u is not a power of two up to %u",
+                            v.u32, SDC_GGUF_MAX_ALIGNMENT);
     }
     sdc_gguf_kv *kv = slot_for(w, key);
     if (!kv) return SDC_ERR_INVALID_ARG;
@@ -283,17 +284,17 @@ static sdc_status add_tensor(sdc_gguf_writer *w, const char *name, sdc_type type
     wtensor t = {0};
     t.type = type;
     t.n_dims = n_dims;
-    uint64_t rows = 1;
+    uint64_t rows = 1, span = 1; /* same rule as the reader: dims as >= 1 must fit */
     for (int d = 0; d < SDC_GGUF_MAX_DIMS; d++) {
         t.ne[d] = d < n_dims ? ne[d] : 1;
         if (t.ne[d] < 0)
             return sdc_fail(SDC_ERR_INVALID_ARG, "gguf writer: tensor '%s': negative dimension",
                             name);
-        if (d > 0) {
-            if (t.ne[d] && rows > (uint64_t)INT64_MAX / (uint64_t)t.ne[d])
-                return sdc_fail(SDC_ERR_INVALID_ARG, "gguf writer: tensor '%s': too large", name);
-            rows *= (uint64_t)t.ne[d];
-        }
+        uint64_t v = t.ne[d] ? (uint64_t)t.ne[d] : 1;
+        if (span > (uint64_t)INT64_MAX / v)
+            return sdc_fail(SDC_ERR_INVALID_ARG, "gguf writer: tensor '%s': too large", name);
+        span *= v;
+        if (d > 0) rows *= (uint64_t)t.ne[d];
     }
     if (t.ne[0] % tr->block_size)
         return sdc_fail(SDC_ERR_INVALID_ARG,

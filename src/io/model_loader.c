@@ -297,6 +297,7 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
 
     /* names, types and the owned memory needed, before anything changes */
     size_t owned = 0;
+    bool any_owned = false;
     for (int i = 0; i < n; i++) {
         src_tensor *s = &src[i];
         size_t nlen = strlen(s->name);
@@ -318,9 +319,11 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
         if (s->convert || s->copy) {
             size_t bytes = s->convert ? (size_t)numel4(s->ne) * 4 : s->nbytes;
             s->owned_off = owned;
+            any_owned = true;
             owned += (bytes + LOADER_ALIGN - 1) / LOADER_ALIGN * LOADER_ALIGN;
         }
     }
+    if (any_owned && !owned) owned = LOADER_ALIGN; /* zero-size conversions still get a pointer */
     nf->entries = calloc((size_t)n + 1, sizeof *nf->entries);
     if (owned) nf->owned = aligned_alloc(LOADER_ALIGN, owned);
     nf->owned_size = owned;

@@ -3,6 +3,7 @@
  * knows what safetensors needs, so that every error can name the tensor and the
  * byte where it went wrong. Nothing in the data section is read before the whole
  * header has been validated. */
+#include "io/file_map.h"
 #include "io/safetensors.h"
 
 #include "core/fp16.h"
@@ -454,12 +455,16 @@ static sdc_status parse_tensor(jcur *c, sdc_st_tensor *t, st_raw *raw) {
 
 /* Checks one tensor's sizes and offsets against the data section. */
 static sdc_status check_tensor(sdc_st_file *f, sdc_st_tensor *t, const st_raw *raw) {
-    uint64_t numel = 1;
+    /* The product of the dims taken as at least 1 must fit, so that element counts
+     * computed in any order (zero dims last, e.g. after reversing) never overflow. */
+    uint64_t span = 1, numel = 1;
     for (int i = 0; i < t->ndim; i++) {
-        if (t->shape[i] != 0 && numel > (uint64_t)INT64_MAX / (uint64_t)t->shape[i])
+        uint64_t d = t->shape[i] ? (uint64_t)t->shape[i] : 1;
+        if (span > (uint64_t)INT64_MAX / d)
             return sdc_fail(SDC_ERR_FORMAT,
                             "%s: tensor '%s': shape element count overflows 64 bits", f->label,
                             t->name);
+        span *= d;
         numel *= (uint64_t)t->shape[i];
     }
     size_t esz = k_dtypes[t->dtype].size;
@@ -675,32 +680,19 @@ sdc_status sdc_st_open_memory(const void *data, size_t size, const char *label, 
 
 sdc_status sdc_st_open(const char *path, sdc_st_file **out) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return sdc_fail(SDC_ERR_IO, "%s: not a regular file", path);
-    }
+    void *map;
+    size_t size;
+    sdc_status ms = sdc_map_file(path, &map, &size);
+    if (ms != SDC_OK) return ms;
     sdc_st_file *f = new_file(path);
     if (!f) {
-        close(fd);
+        sdc_unmap_file(map, size);
         return sdc_fail(SDC_ERR_NO_MEMORY, "out of memory");
     }
-    f->size = (size_t)sb.st_size;
-    if (f->size > 0) {
-        void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            sdc_st_close(f);
-            return sdc_fail(SDC_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
-        }
-        f->map = m;
-        f->map_size = f->size;
-        f->image = m;
-    }
-    close(fd);
+    f->size = size;
+    f->map = map;
+    f->map_size = size;
+    f->image = map;
     sdc_status st = open_image(f);
     if (st) {
         sdc_st_close(f);
@@ -712,7 +704,7 @@ sdc_status sdc_st_open(const char *path, sdc_st_file **out) {
 
 void sdc_st_close(sdc_st_file *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->map_size);
+    sdc_unmap_file(f->map, f->map_size);
     free(f->tensors);
     free(f->hash);
     free(f->meta);

@@ -11,6 +11,9 @@
 #include "core/threadpool.h"
 #include "io/model_loader.h"
 #include "pipeline/tokenizer_source.h"
+#include "sampling/defaults.h"
+#include "sampling/samplers.h"
+#include "sampling/schedulers.h"
 
 #define PREFIX_DIT "model.diffusion_model."
 #define PREFIX_T5  "text_encoders.t5xxl.transformer."
@@ -123,4 +126,18 @@ const char *sdc_context_diffusion_model_name(const sdc_context *ctx) {
 }
 const char *sdc_context_t5xxl_name(const sdc_context *ctx) {
     return ctx ? ctx->t5xxl_name : "";
+}
+
+const char *sdc_context_sampler_name(const sdc_context *ctx, const sdc_generate_params *p) {
+    (void)ctx; /* MiniT2I is the only family so far */
+    if (p && p->sampling_method && *p->sampling_method) return p->sampling_method;
+    return sdc_sample_method_name(sdc_default_sample_method(SDC_FAMILY_MINIT2I));
+}
+
+const char *sdc_context_scheduler_name(const sdc_context *ctx, const sdc_generate_params *p) {
+    (void)ctx;
+    if (p && p->scheduler && *p->scheduler) return p->scheduler;
+    sdc_sample_method m = sdc_default_sample_method(SDC_FAMILY_MINIT2I);
+    if (p && p->sampling_method) sdc_sample_method_from_name(p->sampling_method, &m);
+    return sdc_scheduler_name(sdc_default_scheduler(SDC_FAMILY_MINIT2I, SDC_PRED_MINIT2I_FLOW, m));
 }

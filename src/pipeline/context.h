@@ -23,6 +23,10 @@ struct sdc_context {
     /* basenames of the model files, for PNG metadata */
     char model_name[256], diffusion_model_name[256], t5xxl_name[256];
     _Atomic int cancel;
+    /* called around every graph node of every model pass (imatrix collection, debugging);
+     * NULL costs nothing */
+    sdc_eval_fn eval_cb;
+    void *eval_user;
 };
 
 #endif

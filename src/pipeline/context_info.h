@@ -12,4 +12,9 @@ const char *sdc_context_diffusion_model_name(const sdc_context *ctx);
 /* Basename of --t5xxl ("TE: ..."), "" if none. */
 const char *sdc_context_t5xxl_name(const sdc_context *ctx);
 
+/* The sampler and scheduler names a generation with these parameters uses (the model
+ * family's defaults where p leaves them unset), as sd-cli writes them in PNG text. */
+const char *sdc_context_sampler_name(const sdc_context *ctx, const sdc_generate_params *p);
+const char *sdc_context_scheduler_name(const sdc_context *ctx, const sdc_generate_params *p);
+
 #endif

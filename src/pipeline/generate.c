@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "io/model_loader.h"
 #include "pipeline/context.h"
+#include "sampling/defaults.h"
 #include "sampling/denoiser.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
@@ -24,6 +25,7 @@ void sdc_generate_params_init(sdc_generate_params *p) {
     p->rng = "cuda";
     p->eta = NAN; /* the sampler's own default */
     p->batch_count = 1;
+    p->strength = 0.75f;
 }
 
 void sdc_free_images(sdc_image *images, int count) {
@@ -48,6 +50,13 @@ typedef struct denoise_ctx {
     int step, steps;
     double step_start;
     const sdc_generate_params *p;
+    /* img2img / inpainting */
+    const float *init;   /* the init image in [-1, 1], planar, or NULL */
+    const float *keep;   /* per pixel 1 = keep the init image, or NULL */
+    const float *noise2; /* 2 * initial noise: the init image's noise at sigma 1 */
+    const float *sigmas; /* the schedule run */
+    float *x;            /* the sampler's state (updated in place) */
+    int64_t n;
 } denoise_ctx;
 
 /* MiniT2I predicts x0 directly (c_skip 0, c_out 1, c_in 1) and ignores sigma. */
@@ -62,7 +71,7 @@ static sdc_status minit2i_denoise(void *user, const float *x, float sigma, float
     memcpy(d->batch_x, x, (size_t)n * sizeof(float));
     if (cfg) memcpy(d->batch_x + n, x, (size_t)n * sizeof(float));
     sdc_status s = sdc_minit2i_forward(ctx->dit, ctx->backend, d->batch_x, B, d->width, d->height,
-                                       d->txt, d->batch_out, NULL, NULL);
+                                       d->txt, d->batch_out, ctx->eval_cb, ctx->eval_user);
     if (s != SDC_OK) return s;
     const float *c = d->batch_out, *u = d->batch_out + n;
     if (cfg) {
@@ -75,9 +84,24 @@ static sdc_status minit2i_denoise(void *user, const float *x, float sigma, float
     return SDC_OK;
 }
 
+/* Inpainting: pixels to keep are reset to the init image noised to the next sigma,
+ * x = (1 - s) * image + s * 2 * noise (MiniT2I's interpolation), after every step. */
+static void blend_known(denoise_ctx *d, int step) {
+    if (!d->keep) return;
+    float s = d->sigmas[step];
+    int64_t plane = d->n / 3;
+    for (int64_t i = 0; i < d->n; i++) {
+        float k = d->keep[i % plane];
+        if (k <= 0.0f) continue;
+        float known = (1.0f - s) * d->init[i] + s * d->noise2[i];
+        d->x[i] = k * known + (1.0f - k) * d->x[i];
+    }
+}
+
 static int on_step(void *user, int step, int steps, const float *x) {
     denoise_ctx *d = user;
     (void)x;
+    blend_known(d, step);
     double t = now_seconds();
     if (d->p->progress) d->p->progress(step, steps, t - d->step_start, d->p->progress_user);
     d->step_start = t;
@@ -92,6 +116,33 @@ static void to_rgb(const float *x, int w, int h, uint8_t *rgb) {
             float v = (x[c * plane + i] + 1.0f) * 0.5f;
             rgb[i * 3 + c] = v <= 0.0f ? 0 : v >= 1.0f ? 255 : (uint8_t)(v * 255.0f + 0.5f);
         }
+}
+
+/* RGB u8 interleaved -> planar [-1, 1] */
+static void from_rgb(const sdc_image *img, float *x) {
+    size_t plane = (size_t)img->width * img->height;
+    for (size_t i = 0; i < plane; i++)
+        for (uint32_t c = 0; c < 3; c++) {
+            uint8_t v = img->data[i * img->channels + (img->channels >= 3 ? c : 0)];
+            x[c * plane + i] = (float)v / 127.5f - 1.0f;
+        }
+}
+
+/* mask image -> per pixel "keep" weight: black (0) keeps, white (255) regenerates */
+static void mask_to_keep(const sdc_image *m, float *keep) {
+    size_t plane = (size_t)m->width * m->height;
+    for (size_t i = 0; i < plane; i++) keep[i] = 1.0f - (float)m->data[i * m->channels] / 255.0f;
+}
+
+static sdc_status check_image(const sdc_image *img, const char *what, int w, int h) {
+    if (!img) return SDC_OK;
+    if (!img->data || img->channels < 1 || img->channels > 4)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: no pixel data or %u channels", what,
+                        img->channels);
+    if ((int)img->width != w || (int)img->height != h)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "%s is %ux%u, the output is %dx%d: sizes must match",
+                        what, img->width, img->height, w, h);
+    return SDC_OK;
 }
 
 static uint64_t random_seed(void) {
@@ -127,10 +178,18 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
     if (p->sampler_rng && *p->sampler_rng &&
         (s = sdc_rng_type_from_name(p->sampler_rng, &sampler_rng_type)) != SDC_OK)
         return s;
-    sdc_sample_method method = SDC_SAMPLE_EULER;
+    sdc_sample_method method = sdc_default_sample_method(SDC_FAMILY_MINIT2I);
     if (p->sampling_method && *p->sampling_method &&
         (s = sdc_sample_method_from_name(p->sampling_method, &method)) != SDC_OK)
         return s;
+    if ((s = check_image(p->init_image, "init image", p->width, p->height)) != SDC_OK ||
+        (s = check_image(p->mask_image, "mask image", p->width, p->height)) != SDC_OK)
+        return s;
+    if (p->mask_image && !p->init_image)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "a mask needs an init image");
+    if (p->init_image && !(p->strength > 0.0f && p->strength <= 1.0f))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "strength must be in (0, 1] (got %g)",
+                        (double)p->strength);
     atomic_store(&ctx->cancel, 0);
 
     int L = mc->prompt_len, H = mc->hidden, W = p->width, Hh = p->height;
@@ -138,7 +197,8 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
     /* 1. text: one T5 encode of the prompt's real tokens; uncond = all mask tokens */
     int32_t *ids = malloc((size_t)L * sizeof(int32_t));
     float *t5_out = NULL, *txt = malloc((size_t)2 * L * H * sizeof(float));
-    float *xbuf = malloc((size_t)n * 5 * sizeof(float));
+    /* x, noise, batch of 2 (2n), init image, keep mask (n/3) */
+    float *xbuf = malloc((size_t)n * 6 * sizeof(float));
     sdc_image *imgs = calloc((size_t)p->batch_count, sizeof(sdc_image));
     sdc_rng *rng = NULL, *srng = NULL;
     int32_t n_real = 0;
@@ -161,16 +221,17 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         s = sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
         goto done;
     }
-    if ((s = sdc_t5_encode(ctx->t5, ctx->backend, ids, n_real, t5_out, NULL, NULL)) != SDC_OK)
+    if ((s = sdc_t5_encode(ctx->t5, ctx->backend, ids, n_real, t5_out, ctx->eval_cb,
+                           ctx->eval_user)) != SDC_OK)
         goto done;
     /* the text encoder's weights are not needed while sampling: let the OS drop them */
     sdc_loader_release_pages(ctx->weights, ctx->t5_file);
-    if ((s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, t5_out, n_real, txt, NULL, NULL)) !=
-        SDC_OK)
+    if ((s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, t5_out, n_real, txt, ctx->eval_cb,
+                                     ctx->eval_user)) != SDC_OK)
         goto done;
     if (p->cfg_scale != 1.0f &&
-        (s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, NULL, 0, txt + (size_t)L * H, NULL,
-                                     NULL)) != SDC_OK)
+        (s = sdc_minit2i_encode_text(ctx->dit, ctx->backend, NULL, 0, txt + (size_t)L * H,
+                                     ctx->eval_cb, ctx->eval_user)) != SDC_OK)
         goto done;
     SDC_LOGI("text encoded in %.2fs (%d tokens)", now_seconds() - t0, n_real);
 
@@ -183,6 +244,18 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         goto done;
     }
     sdc_minit2i_sigmas(p->steps, sigmas);
+    int n_sigmas = p->steps + 1;
+    float *init = NULL, *keep = NULL;
+    if (p->init_image) {
+        /* img2img: run the tail of the schedule from the image noised to its first sigma */
+        n_sigmas = sdc_sigmas_apply_strength(sigmas, n_sigmas, p->strength);
+        init = xbuf + 4 * n;
+        from_rgb(p->init_image, init);
+        if (p->mask_image) {
+            keep = xbuf + 5 * n;
+            mask_to_keep(p->mask_image, keep);
+        }
+    }
 
     int64_t base_seed = p->seed < 0 ? (int64_t)random_seed() : p->seed;
     float *x = xbuf, *noise = xbuf + n, *batch_x = xbuf + 2 * n;
@@ -196,7 +269,15 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         uint64_t seed = (uint64_t)(base_seed + b);
         if ((s = sdc_rng_create(rng_type, seed, &rng)) != SDC_OK) break;
         if ((s = sdc_rng_randn(rng, noise, n)) != SDC_OK) break;
-        sdc_denoiser_noise_scaling(&den, sigmas[0], noise, NULL, x, n);
+        sdc_denoiser_noise_scaling(&den, sigmas[0], noise, NULL, x, n); /* 2 * noise */
+        if (init) {
+            /* MiniT2I's interpolation x_s = (1 - s) * image + s * 2 * noise (sd.cpp ignores the
+             * init image for MiniT2I; we use it) */
+            for (int64_t i = 0; i < n; i++) {
+                noise[i] = x[i];
+                x[i] = (1.0f - sigmas[0]) * init[i] + sigmas[0] * noise[i];
+            }
+        }
         sdc_rng *sampler_noise = rng;
         if (sampler_rng_type != rng_type) {
             if ((s = sdc_rng_create(sampler_rng_type, seed, &srng)) != SDC_OK) break;
@@ -209,9 +290,15 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
                          .cfg = p->cfg_scale,
                          .batch_x = batch_x,
                          .batch_out = batch_out,
-                         .steps = p->steps,
+                         .steps = n_sigmas - 1,
                          .p = p,
-                         .step_start = now_seconds()};
+                         .step_start = now_seconds(),
+                         .init = init,
+                         .keep = keep,
+                         .noise2 = noise,
+                         .sigmas = sigmas,
+                         .x = x,
+                         .n = n};
         sdc_sampler_params sp;
         sdc_sampler_params_init(&sp);
         sp.method = method;
@@ -220,7 +307,7 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         sp.on_step = on_step;
         sp.step_user = &d;
         sp.rng = sampler_noise;
-        s = sdc_sample(&sp, sigmas, p->steps + 1, minit2i_denoise, &d, x, n);
+        s = sdc_sample(&sp, sigmas, n_sigmas, minit2i_denoise, &d, x, n);
         if (s == SDC_OK && atomic_load(&ctx->cancel))
             s = sdc_fail(SDC_ERR_CANCELLED, "generation cancelled");
         if (s != SDC_OK) break;

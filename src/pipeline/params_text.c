@@ -1,5 +1,6 @@
 #include "pipeline/params_text.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,24 +52,27 @@ static bool has_text(const char *s) {
 char *sdc_params_text_format_models(const sdc_params_text_models *models,
                                     const sdc_generate_params *p, int64_t seed) {
     if (!p) return NULL;
-    sdc_params_text_models none = {NULL, NULL, NULL};
+    sdc_params_text_models none = {NULL, NULL, NULL, NULL, NULL};
     if (!models) models = &none;
     strbuf b = {NULL, 0, 0, false};
 
     sb_append(&b, "%s\n", p->prompt ? p->prompt : "");
     if (has_text(p->negative_prompt)) sb_append(&b, "Negative prompt: %s\n", p->negative_prompt);
-    /* sd-cli prints floats with std::to_string, i.e. "%f" ("6.000000", "inf") */
-    sb_append(&b, "Steps: %d, CFG scale: %f, Eta: %f, ", p->steps, (double)p->cfg_scale,
-              (double)p->eta);
+    /* sd-cli prints floats with std::to_string, i.e. "%f" ("6.000000"); an eta that is not
+     * set (NaN or infinite: the sampler's default) is "inf" there */
+    double eta = isfinite(p->eta) ? (double)p->eta : INFINITY;
+    sb_append(&b, "Steps: %d, CFG scale: %f, Eta: %f, ", p->steps, (double)p->cfg_scale, eta);
     sb_append(&b, "Seed: %lld, Size: %dx%d, ", (long long)seed, p->width, p->height);
     sb_append(&b, "Model: %s, ", models->model ? models->model : "");
     /* NULL rng means the default, which is sd-cli's "cuda" */
     sb_append(&b, "RNG: %s, ", has_text(p->rng) ? p->rng : "cuda");
     if (has_text(p->sampler_rng)) sb_append(&b, "Sampler RNG: %s, ", p->sampler_rng);
-    /* a NULL sampler is "the model's default": not known here, so the field is left out */
-    if (has_text(p->sampling_method)) {
-        sb_append(&b, "Sampler: %s", p->sampling_method);
-        if (has_text(p->scheduler)) sb_append(&b, " %s", p->scheduler);
+    /* sd-cli writes the resolved names; without a context a NULL sampler is left out */
+    const char *sampler = has_text(models->sampler) ? models->sampler : p->sampling_method;
+    const char *scheduler = has_text(models->scheduler) ? models->scheduler : p->scheduler;
+    if (has_text(sampler)) {
+        sb_append(&b, "Sampler: %s", sampler);
+        if (has_text(scheduler)) sb_append(&b, " %s", scheduler);
         sb_append(&b, ", ");
     }
     if (has_text(models->t5xxl)) sb_append(&b, "TE: %s, ", models->t5xxl);
@@ -83,14 +87,16 @@ char *sdc_params_text_format_models(const sdc_params_text_models *models,
 }
 
 char *sdc_params_text_format(const char *model_name, const sdc_generate_params *p, int64_t seed) {
-    sdc_params_text_models m = {model_name, NULL, NULL};
+    sdc_params_text_models m = {model_name, NULL, NULL, NULL, NULL};
     return sdc_params_text_format_models(&m, p, seed);
 }
 
 char *sdc_generation_parameters_text(const sdc_context *ctx, const sdc_generate_params *p,
                                      int64_t seed) {
-    sdc_params_text_models m = {NULL, NULL, NULL};
+    sdc_params_text_models m = {NULL, NULL, NULL, NULL, NULL};
     if (ctx) {
+        m.sampler = sdc_context_sampler_name(ctx, p);
+        m.scheduler = sdc_context_scheduler_name(ctx, p);
         m.model = sdc_context_model_name(ctx);
         m.t5xxl = sdc_context_t5xxl_name(ctx);
         m.diffusion_model = sdc_context_diffusion_model_name(ctx);

@@ -15,6 +15,8 @@ typedef struct sdc_params_text_models {
     const char *model;           /* -m: "Model: " (always written, possibly empty) */
     const char *t5xxl;           /* --t5xxl: "TE: " */
     const char *diffusion_model; /* --diffusion-model: "Unet: " */
+    const char *sampler;         /* resolved sampler name (NULL: p->sampling_method) */
+    const char *scheduler;       /* resolved scheduler name (NULL: p->scheduler) */
 } sdc_params_text_models;
 
 /* Returns a malloc'd string (free()), NULL if out of memory or p is NULL. */

@@ -54,8 +54,8 @@ void sdc_charsmap_free(sdc_charsmap *cm) {
     free(cm);
 }
 
-size_t sdc_charsmap_match(const sdc_charsmap *cm, const char *s, size_t len, const char **rep,
-                          size_t *rep_len) {
+static size_t match(const sdc_charsmap *cm, const char *s, size_t len, int shortest,
+                    const char **rep, size_t *rep_len) {
     size_t best_len = 0;
     uint32_t best_value = 0;
     size_t pos = unit_offset(cm->units[0]);
@@ -71,10 +71,21 @@ size_t sdc_charsmap_match(const sdc_charsmap *cm, const char *s, size_t len, con
         if ((u >> 8) & 1) {
             best_len = i + 1;
             best_value = cm->units[pos] & 0x7FFFFFFFu;
+            if (shortest) break;
         }
     }
     if (best_len == 0 || best_value >= cm->strings_size) return 0;
     *rep = cm->strings + best_value;
     *rep_len = strlen(*rep); /* bounded by the NUL guard */
     return best_len;
+}
+
+size_t sdc_charsmap_match(const sdc_charsmap *cm, const char *s, size_t len, const char **rep,
+                          size_t *rep_len) {
+    return match(cm, s, len, 0, rep, rep_len);
+}
+
+size_t sdc_charsmap_match_shortest(const sdc_charsmap *cm, const char *s, size_t len,
+                                   const char **rep, size_t *rep_len) {
+    return match(cm, s, len, 1, rep, rep_len);
 }

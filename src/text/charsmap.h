@@ -21,4 +21,8 @@ void sdc_charsmap_free(sdc_charsmap *cm);
 size_t sdc_charsmap_match(const sdc_charsmap *cm, const char *s, size_t len, const char **rep,
                           size_t *rep_len);
 
+/* The shortest rule instead (HF's Precompiled takes the first hit of the prefix search). */
+size_t sdc_charsmap_match_shortest(const sdc_charsmap *cm, const char *s, size_t len,
+                                   const char **rep, size_t *rep_len);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/grapheme.h"
 #include "text/utf8.h"
 
 /* sentencepiece / HF: an unknown character costs this much below the lowest piece score. */
@@ -294,7 +295,8 @@ static sdc_status viterbi(const sdc_tokenizer *t, const char *s, size_t n, emitt
         return sdc_fail(SDC_ERR_NO_MEMORY, "tokenizer: lattice of %zu bytes", n);
     }
     for (size_t i = 0; i <= n; i++) score[i] = 0, start[i] = -1, id[i] = -1;
-    const double unk_score = t->min_score - UNK_PENALTY;
+    const double unk_score =
+        t->f32_scores ? (double)(float)(t->min_score - UNK_PENALTY) : t->min_score - UNK_PENALTY;
     sdc_status st = SDC_OK;
     for (size_t pos = 0; pos < n;) {
         size_t mblen = sdc_utf8_lead_len((uint8_t)s[pos]);
@@ -308,12 +310,16 @@ static sdc_status viterbi(const sdc_tokenizer *t, const char *s, size_t n, emitt
             int32_t pid = t->trie.node_id[node];
             if (pid < 0 || !piece_matchable(t->types[pid])) continue;
             size_t len = k + 1 - pos;
-            double sc = t->types[pid] == SDC_PIECE_USER_DEFINED
-                            ? (double)len * t->max_score - 0.1 /* always preferred */
-                            : t->scores[pid];
-            double cand = t->f32_scores ? (double)(float)(sc + base) : sc + base;
+            double sc = t->scores[pid];
+            if (t->types[pid] == SDC_PIECE_USER_DEFINED) /* always preferred */
+                sc = (t->f32_scores ? (double)((float)len * (float)t->max_score)
+                                    : (double)len * t->max_score) -
+                     0.1;
+            /* sentencepiece compares the double sum with the float it stored before,
+             * then stores the sum rounded to float: ties are decided by that rounding */
+            double cand = sc + base;
             if (start[k + 1] < 0 || cand > score[k + 1]) {
-                score[k + 1] = cand;
+                score[k + 1] = t->f32_scores ? (double)(float)cand : cand;
                 start[k + 1] = (int64_t)pos;
                 id[k + 1] = pid;
             }
@@ -451,19 +457,30 @@ static void hf_sanitize(const char *s, size_t len, sbuf *out) {
     }
 }
 
+/* HF's Precompiled normalizer works per extended grapheme cluster: a cluster shorter than
+ * 6 bytes whose bytes start with a rule is replaced whole by the shortest such rule (the
+ * rest of the cluster is dropped, e.g. a second combining accent); otherwise each
+ * character is looked up on its own. sentencepiece instead takes the longest rule at every
+ * position; the two agree on ordinary text. */
 static void hf_precompiled(const sdc_charsmap *cm, const sbuf *in, sbuf *out) {
+    const char *rep;
+    size_t rep_len;
     for (size_t pos = 0; pos < in->n;) {
-        const char *rep;
-        size_t rep_len, used = sdc_charsmap_match(cm, in->p + pos, in->n - pos, &rep, &rep_len);
-        if (used) {
+        size_t glen = sdc_grapheme_next(in->p + pos, in->n - pos);
+        if (glen < 6 && sdc_charsmap_match_shortest(cm, in->p + pos, glen, &rep, &rep_len)) {
             sb_put(out, rep, rep_len);
-            pos += used;
+            pos += glen;
             continue;
         }
-        int32_t cp;
-        size_t n = sdc_utf8_decode(in->p + pos, in->n - pos, &cp);
-        sb_put(out, in->p + pos, n);
-        pos += n;
+        for (size_t end = pos + glen; pos < end;) {
+            int32_t cp;
+            size_t n = sdc_utf8_decode(in->p + pos, end - pos, &cp);
+            if (sdc_charsmap_match_shortest(cm, in->p + pos, n, &rep, &rep_len) == n)
+                sb_put(out, rep, rep_len);
+            else
+                sb_put(out, in->p + pos, n);
+            pos += n;
+        }
     }
 }
 

@@ -80,14 +80,18 @@ void sdc_tokens_free(sdc_tokens *t);
 enum {
     SDC_TOK_WANT_PIECES = 1,
     /* Treat added/special tokens (`<pad>`, `</s>`, `<unk>`, ...) in the text as plain text,
-     * as sentencepiece's sp.encode does. Default: matched literally, as HF does. */
+     * as sentencepiece's sp.encode does (they are never pieces of the Viterbi either).
+     * Default: matched literally and given their ids, as HF / T5Tokenizer do. */
     SDC_TOK_NO_SPECIAL = 2,
     /* Apply the post-processor (T5: append `</s>`). */
     SDC_TOK_ADD_SPECIAL = 4,
 };
 
-/* Encodes `len` bytes of UTF-8 text (invalid bytes read as U+FFFD). `out` is overwritten
- * (initialise it to {0}); free it with sdc_tokens_free. */
+/* Encodes `len` bytes of UTF-8 text. Malformed bytes: the spiece/GGUF path reads each as
+ * an unnormalised U+FFFD (as sentencepiece does), the tokenizer.json path replaces each by
+ * U+FFFD before normalising (Rust strings are valid UTF-8). `out` must be {0} or a previous
+ * result (it is freed and overwritten); free it with sdc_tokens_free. Thread-safe: the
+ * tokenizer is only read. */
 sdc_status sdc_tokenizer_encode(const sdc_tokenizer *tok, const char *text, size_t len, int flags,
                                 sdc_tokens *out);
 

@@ -154,6 +154,8 @@ static sdc_status load_normalizer(sdc_tokenizer *t, const cJSON *n, const char *
     }
     sdc_tok_norm_step step = {0};
     if (!strcmp(type, "Precompiled")) {
+        const cJSON *cm = cJSON_GetObjectItemCaseSensitive(n, "precompiled_charsmap");
+        if (cJSON_IsNull(cm)) return SDC_OK; /* identity normalisation */
         const char *b64 = jstr(n, "precompiled_charsmap");
         if (!b64) return sdc_fail(SDC_ERR_FORMAT, "%s: Precompiled without charsmap", label);
         if (t->charsmap)

@@ -47,5 +47,7 @@ check "other seed, other image" bash -c "! cmp -s '$TMP/e1.png' '$TMP/e3.png'"
 run -p "a cat" -W 72 -H 64 --steps 1 -o "$TMP/f.png"
 check "size not a multiple of the patch: exit 1" test $? -eq 1
 check "... with a clear message" grep -q "multiples of 16" "$TMP/log"
+"$BUILD/sdc" --list-devices >"$TMP/dev" 2>&1
+check "--list-devices prints name<TAB>description" grep -qP '^cpu\t.+' "$TMP/dev"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -653,7 +653,8 @@ typedef struct layout {
         t1_ne0, t1_type, t1_offset, data_start, data_end;
 } layout;
 
-static void build_base(bb *b, layout *L) {
+/* `w_ne` (NULL: [8, 2]) replaces the shape of tensor 'w' (its data stays 64 bytes). */
+static void build_base_ne(bb *b, layout *L, int w_dims, const uint64_t *w_ne) {
     memset(b, 0, sizeof *b);
     b_put(b, "GGUF", 4);
     L->version = b_u32(b, 3);
@@ -682,9 +683,12 @@ static void build_base(bb *b, layout *L) {
     L->kv4_type = b_u32(b, SDC_GGUF_U32);
     L->kv4_val = b_u32(b, 32);
     L->t0_name = b_str(b, "w") + 8;
-    L->t0_ndims = b_u32(b, 2);
-    L->t0_ne0 = b_u64(b, 8);
-    L->t0_ne1 = b_u64(b, 2);
+    static const uint64_t def_ne[2] = {8, 2};
+    if (!w_ne) w_dims = 2, w_ne = def_ne;
+    L->t0_ndims = b_u32(b, (uint32_t)w_dims);
+    L->t0_ne0 = b_u64(b, w_ne[0]);
+    L->t0_ne1 = b->n;
+    for (int d = 1; d < w_dims; d++) b_u64(b, w_ne[d]);
     L->t0_type = b_u32(b, SDC_TYPE_F32);
     b_u64(b, 0);
     L->t1_name = b_str(b, "q") + 8;
@@ -697,6 +701,10 @@ static void build_base(bb *b, layout *L) {
     for (int i = 0; i < 64 + 34; i++) b->p[b->n++] = (uint8_t)i;
     L->data_end = b->n;
     while (b->n % 32) b->p[b->n++] = 0;
+}
+
+static void build_base(bb *b, layout *L) {
+    build_base_ne(b, L, 0, NULL);
 }
 
 static void patch32(bb *b, size_t at, uint32_t v) {
@@ -786,6 +794,7 @@ static void test_corrupt(void) {
     MUT("alignment not u32", patch32(&b, L.kv4_type, SDC_GGUF_I32), "general.alignment",
         "expected u32");
     MUT("alignment 0", patch32(&b, L.kv4_val, 0), "general.alignment", "power of two");
+    MUT("alignment 2^17", patch32(&b, L.kv4_val, 1u << 17), "general.alignment", "up to 65536");
     MUT("alignment 48", patch32(&b, L.kv4_val, 48), "general.alignment", "power of two");
     MUT("alignment 128", patch32(&b, L.kv4_val, 128), "'q'", "not a multiple of the alignment 128");
     MUT("n_dims 5", patch32(&b, L.t0_ndims, 5), "tensor 'w'", "n_dims 5");
@@ -803,6 +812,11 @@ static void test_corrupt(void) {
     MUT("duplicate tensor name", b.p[L.t1_name] = 'w', "'w'", "duplicate name");
     MUT("empty file", b.n = 0, "bad magic", NULL);
 #undef MUT
+    /* zero elements, but the other dims multiply past int64: still rejected, so that
+     * element counts computed in any order cannot overflow */
+    const uint64_t zero_ne[3] = {1ull << 40, 1ull << 40, 0};
+    build_base_ne(&b, &L, 3, zero_ne);
+    expect_reject("zero dim, others overflow", &b, b.n, "tensor 'w'", "overflows");
     CHECK(sdc_gguf_open("/nonexistent/x.gguf", &f) == SDC_ERR_IO &&
               contains(sdc_last_error(), "/nonexistent/x.gguf"),
           "missing file");

@@ -108,6 +108,7 @@ static void test_mixed(void) {
         {"w.i32", "I32", 1, {3}, i32v, sizeof i32v},
         {"w.5d", "F32", 6, {1, 1, 2, 3, 2, 2}, f32v, sizeof f32v},
         {"w.scalar", "F32", 0, {0}, &scalarv, 4},
+        {"w.empty64", "F64", 2, {0, 3}, &scalarv, 0},
     };
     const int n_se = (int)(sizeof se / sizeof se[0]);
     char st_path[512], gg_path[512], gg2_path[512];
@@ -157,6 +158,7 @@ static void test_mixed(void) {
     check_tensor(l, NM("w.i32"), SDC_TYPE_I32, 3, 1, 1, 1);
     check_tensor(l, NM("w.5d"), SDC_TYPE_F32, 2, 2, 3, 2);
     check_tensor(l, NM("w.scalar"), SDC_TYPE_F32, 1, 1, 1, 1);
+    check_tensor(l, NM("w.empty64"), SDC_TYPE_F32, 3, 0, 1, 1);
     P = "text_encoders.t5xxl.transformer.";
     check_tensor(l, NM("enc.q"), SDC_TYPE_Q8_0, 32, 2, 1, 1);
     check_tensor(l, NM("enc.f"), SDC_TYPE_F32, 4, 6, 1, 1);

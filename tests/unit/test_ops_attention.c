@@ -85,6 +85,7 @@ int main(void) {
         {64, 64, 1, 130, 2, 1, 1, SDC_TYPE_F16, SDC_TYPE_F16, 2, 0},
         {8, 8, 31, 257, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F16, 1, 1},
         {7, 5, 49, 1, 2, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 0, 1},
+        {64, 48, 50, 600, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0}, /* 3 key blocks */
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
     TEST_MAIN_END();

@@ -22,8 +22,10 @@ static void test_binary(void) {
                                    {1, 6, 4, 1},  {31, 3, 2, 2}, {31, 6, 1, 2}};
     for (int oi = 0; oi < 4; oi++)
         for (int bi = 0; bi < 6; bi++)
-            for (int strided = 0; strided < 2; strided++) {
-                /* a: [31,6,4,2], contiguous or a permuted view */
+            for (int variant = 0; variant < 4; variant++) {
+                /* a: [31,6,4,2], contiguous or a permuted view; b f32 or f16 */
+                const int strided = variant & 1;
+                const sdc_type bt = variant & 2 ? SDC_TYPE_F16 : SDC_TYPE_F32;
                 sdc_tensor *a0 =
                     strided ? t_new(SDC_TYPE_F32, 6, 31, 4, 2) : t_new(SDC_TYPE_F32, 31, 6, 4, 2);
                 t_fill(a0, -2, 2);
@@ -32,10 +34,10 @@ static void test_binary(void) {
                 const int64_t *bs = bshapes[bi];
                 sdc_tensor *b0, *b;
                 if (strided) { /* b as a permuted view too */
-                    b0 = t_new(SDC_TYPE_F32, bs[1], bs[0], bs[2], bs[3]);
+                    b0 = t_new(bt, bs[1], bs[0], bs[2], bs[3]);
                     b = t_permute(b0, 1, 0, 2, 3);
                 } else {
-                    b0 = t_new(SDC_TYPE_F32, bs[0], bs[1], bs[2], bs[3]);
+                    b0 = t_new(bt, bs[0], bs[1], bs[2], bs[3]);
                     b = t_view(b0, b0->ne, b0->nb, 0);
                 }
                 t_fill(b0, 0.5, 2); /* away from 0 for div */
@@ -52,13 +54,29 @@ static void test_binary(void) {
                 t_run(d, 3);
                 double e = t_max_err(d, ref);
                 if (bi == 0 || bi == 4)
-                    printf("binary op %d b=[%lld,%lld,%lld,%lld] strided=%d: max err %g\n",
+                    printf("binary op %d b=[%lld,%lld,%lld,%lld] %s strided=%d: max err %g\n",
                            (int)ops[oi], (long long)bs[0], (long long)bs[1], (long long)bs[2],
-                           (long long)bs[3], strided, e);
+                           (long long)bs[3], sdc_type_name(bt), strided, e);
                 CHECK(e < 1e-6, "binary op %d bshape %d strided %d err %g", (int)ops[oi], bi,
                       strided, e);
                 free(ref), t_free(d), t_free(b), t_free(b0), t_free(aa), t_free(a0);
             }
+}
+
+/* Long rows: an f16 b converted in chunks whose edges do not align with b's length. */
+static void test_binary_long_f16(void) {
+    sdc_tensor *a = t_new(SDC_TYPE_F32, 700, 3, 1, 1), *b = t_new(SDC_TYPE_BF16, 7, 3, 1, 1);
+    t_fill(a, -1, 1), t_fill(b, 0.5, 2);
+    sdc_tensor *d = t_node(SDC_OP_MUL, SDC_TYPE_F32, a->ne, a, b, NULL, NULL);
+    double *ref = malloc(sizeof(double) * T_N(d));
+    for (int64_t i1 = 0; i1 < 3; i1++)
+        for (int64_t i0 = 0; i0 < 700; i0++)
+            ref[i1 * 700 + i0] = t_get(a, i0, i1, 0, 0) * t_get(b, i0 % 7, i1, 0, 0);
+    t_run(d, 2);
+    double e = t_max_err(d, ref);
+    printf("binary mul [700,3] x bf16 [7,3]: max err %g\n", e);
+    CHECK(e < 1e-6, "long bf16 b err %g", e);
+    free(ref), t_free(d), t_free(b), t_free(a);
 }
 
 static double ref_unary(sdc_op op, double x, double f0, double f1) {
@@ -139,8 +157,35 @@ static void test_unary(void) {
     sdc_cpu_set_isa(SDC_ISA_AVX512);
 }
 
+/* NaN inputs stay NaN on every path; -inf gives exp and sigmoid ~0 (the vector exp
+ * saturates at e^88, so sigmoid(-inf) is 6e-39 there). */
+static void test_unary_nan(void) {
+    const sdc_op ops[4] = {SDC_OP_EXP, SDC_OP_SIGMOID, SDC_OP_GELU, SDC_OP_SILU};
+    const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
+    for (int ii = 0; ii < (sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1); ii++) {
+        sdc_cpu_set_isa(isas[ii]);
+        for (int oi = 0; oi < 4; oi++) {
+            sdc_tensor *a = t_new(SDC_TYPE_F32, 16, 1, 1, 1);
+            t_fill(a, -1, 1);
+            ((float *)a->data)[3] = NAN, ((float *)a->data)[9] = -INFINITY;
+            sdc_tensor *d = t_node(ops[oi], SDC_TYPE_F32, a->ne, a, NULL, NULL, NULL);
+            t_run(d, 1);
+            const float *o = d->data;
+            CHECK(isnan(o[3]), "op %d isa %d: NaN in, %g out", (int)ops[oi], ii, o[3]);
+            if (ops[oi] == SDC_OP_EXP || ops[oi] == SDC_OP_SIGMOID)
+                CHECK(o[9] >= 0.0f && o[9] < 1e-30f, "op %d isa %d: -inf in, %g out", (int)ops[oi],
+                      ii, o[9]);
+            t_free(d), t_free(a);
+        }
+    }
+    printf("unary NaN/-inf propagation checked\n");
+    sdc_cpu_set_isa(SDC_ISA_AVX512);
+}
+
 int main(void) {
     test_binary();
+    test_binary_long_f16();
     test_unary();
+    test_unary_nan();
     TEST_MAIN_END();
 }

@@ -75,11 +75,13 @@ static void test_softmax(void) {
 
 static void test_layer_rms(void) {
     const int64_t n0 = 257, n1 = 5, n2 = 3;
-    for (int kind = 0; kind < 4; kind++) { /* layer w+b, layer none, rms w, rms none */
-        const bool rms = kind >= 2, has_w = kind == 0 || kind == 2, has_b = kind == 0;
-        sdc_tensor *a0 = t_new(SDC_TYPE_F32, n1, n0, n2, 1);
+    for (int kind = 0; kind < 8; kind++) { /* layer w+b, layer none, rms w, rms none; x2 strided */
+        const bool rms = (kind & 3) >= 2, has_w = (kind & 3) == 0 || (kind & 3) == 2,
+                   has_b = (kind & 3) == 0, strided = kind >= 4;
+        sdc_tensor *a0 =
+            strided ? t_new(SDC_TYPE_F32, n1, n0, n2, 1) : t_new(SDC_TYPE_F32, n0, n1, n2, 1);
         t_fill(a0, -1, 3); /* non-zero mean */
-        sdc_tensor *a = t_permute(a0, 1, 0, 2, 3);
+        sdc_tensor *a = strided ? t_permute(a0, 1, 0, 2, 3) : t_view(a0, a0->ne, a0->nb, 0);
         sdc_tensor *w = has_w ? t_new(SDC_TYPE_F32, n0, 1, 1, 1) : NULL;
         sdc_tensor *b = has_b ? t_new(SDC_TYPE_F32, n0, 1, 1, 1) : NULL;
         if (w) t_fill(w, 0.5, 1.5);
@@ -107,16 +109,20 @@ static void test_layer_rms(void) {
             }
         t_run(d, 2);
         double e = t_max_err(d, ref);
-        printf("%s w=%d b=%d: max err %g\n", rms ? "rms_norm" : "layer_norm", has_w, has_b, e);
+        printf("%s w=%d b=%d strided=%d: max err %g\n", rms ? "rms_norm" : "layer_norm", has_w,
+               has_b, strided, e);
         CHECK(e < 2e-5, "norm kind %d err %g", kind, e);
         free(ref), t_free(d), t_free(w), t_free(b), t_free(a), t_free(a0);
     }
 }
 
 static void test_group_norm(void) {
-    for (int axis = 1; axis <= 2; axis++)
+    for (int cs = 0; cs < 3; cs++) /* axis 1, axis 2, axis 2 with planes > 4096 values */
         for (int affine = 0; affine < 2; affine++) {
-            const int64_t W = 9, H = axis == 2 ? 7 : 1, C = 12, N = 2, G = 4;
+            const int axis = cs == 0 ? 1 : 2;
+            const bool big = cs == 2;
+            const int64_t W = big ? 80 : 9, H = axis == 2 ? (big ? 61 : 7) : 1, C = big ? 4 : 12,
+                          N = 2, G = big ? 2 : 4;
             sdc_tensor *a =
                 axis == 2 ? t_new(SDC_TYPE_F32, W, H, C, N) : t_new(SDC_TYPE_F32, W, C, N, 1);
             t_fill(a, -1, 4);
@@ -152,16 +158,25 @@ static void test_group_norm(void) {
                 }
             t_run(d, 3);
             double e = t_max_err(d, ref);
-            printf("group_norm axis=%d affine=%d: max err %g\n", axis, affine, e);
+            printf("group_norm axis=%d [%lld,%lld,%lld,%lld] affine=%d: max err %g\n", axis,
+                   (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2],
+                   (long long)a->ne[3], affine, e);
             CHECK(e < 2e-5, "group norm err %g", e);
             free(ref), t_free(d), t_free(w), t_free(b), t_free(a);
         }
 }
 
 int main(void) {
-    test_reduce();
-    test_softmax();
-    test_layer_rms();
-    test_group_norm();
+    const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
+    const int n_isa = sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1;
+    for (int i = 0; i < n_isa; i++) {
+        sdc_cpu_set_isa(isas[i]);
+        printf("-- isa %s\n", sdc_isa_name(isas[i]));
+        test_reduce();
+        test_softmax();
+        test_layer_rms();
+        test_group_norm();
+    }
+    sdc_cpu_set_isa(SDC_ISA_AVX512);
     TEST_MAIN_END();
 }

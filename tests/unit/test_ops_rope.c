@@ -7,10 +7,12 @@ static void test_rope(void) {
     const int64_t D = 10, H = 3, L = 7, B = 2;
     for (int mode = 0; mode < 2; mode++)
         for (int per_batch = 0; per_batch < 2; per_batch++) {
-            /* x as a permuted view of [D, L, H, B] storage */
-            sdc_tensor *x0 = t_new(SDC_TYPE_F32, D, L, H, B);
+            /* x as a permuted view: of [D, L, H, B] storage (rows contiguous), or of
+             * [H, D, L, B] storage for per_batch (strided elements) */
+            sdc_tensor *x0 =
+                per_batch ? t_new(SDC_TYPE_F32, H, D, L, B) : t_new(SDC_TYPE_F32, D, L, H, B);
             t_fill(x0, -1, 1);
-            sdc_tensor *x = t_permute(x0, 0, 2, 1, 3); /* [D, H, L, B] */
+            sdc_tensor *x = per_batch ? t_permute(x0, 1, 0, 2, 3) : t_permute(x0, 0, 2, 1, 3);
             sdc_tensor *ct = t_new(SDC_TYPE_F32, D / 2, L, 1, per_batch ? B : 1);
             sdc_tensor *st = t_new(SDC_TYPE_F32, D / 2, L, 1, per_batch ? B : 1);
             for (int64_t b = 0; b < ct->ne[3]; b++)

@@ -123,12 +123,12 @@ static void test_against_sdcli(void) {
         p.sampling_method = col[6];
         p.scheduler = "discrete"; /* sd-cli's resolved default for this model */
         p.rng = col[8];
-        p.eta = INFINITY; /* sd-cli's "not set" */
+        p.eta = (runs % 2) ? INFINITY : NAN; /* both mean "not set" (sd-cli: inf) */
         p.batch_count = 1;
         char dit[256], t5[256];
         command_value(col[12], "--diffusion-model", dit, sizeof dit);
         command_value(col[12], "--t5xxl", t5, sizeof t5);
-        sdc_params_text_models models = {"", t5, dit};
+        sdc_params_text_models models = {"", t5, dit, NULL, NULL};
         char *ours = sdc_params_text_format_models(&models, &p, strtoll(col[7], NULL, 10));
 
         char png_path[512];

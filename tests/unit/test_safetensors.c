@@ -332,6 +332,10 @@ static void test_corrupt(void) {
                 "{\"t\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
                 "\"data_offsets\":[0,4]}}",
                 4, "'t'", "overflows");
+    expect_fail("zero dim, others overflow",
+                "{\"t\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,0],"
+                "\"data_offsets\":[0,0]}}",
+                0, "'t'", "overflows");
     expect_fail("byte size overflow",
                 "{\"t\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904],"
                 "\"data_offsets\":[0,4]}}",

@@ -1,5 +1,6 @@
-/* Tokenizer against sentencepiece 0.1.97 (golden/tokenizer/cases.json, extra cases in
- * tests/data/tokenizer_extra_cases.json) and sd.cpp (golden/minit2i/tokenizer_sdcpp.json):
+/* Tokenizer against sentencepiece 0.1.97 (golden/tokenizer/cases.json; extra and stress
+ * cases in tests/data/, which also hold Hugging Face tokenizers' results) and sd.cpp
+ * (golden/minit2i/tokenizer_sdcpp.json):
  * spiece.model, tokenizer.json, GGUF-style arrays and the sd.cpp compat file; T5 padding,
  * mask and truncation; the finder's error message; hostile inputs. */
 #include <cjson/cJSON.h>
@@ -135,20 +136,30 @@ typedef struct stats {
 } stats;
 
 /* Checks one tokenizer on every case of a cases.json-shaped file. */
+/* Checks one tokenizer on every case of a cases.json-shaped file. Expected values: the
+ * sentencepiece ids / pieces; for tokenizer.json with added-token matching, the HF
+ * tokenizer's own results where the file has them (hf_ids, hf_pieces: extra cases), else
+ * hf_expected() of the sentencepiece ids. */
 static void run_cases(const char *label, sdc_tokenizer *tok, const cJSON *cases, int flags,
                       int hf_special, int check_pieces, int t5) {
-    /* HF's own whitespace rules where they differ from sentencepiece ("hf_ids") */
     int is_hf = tok->style == SDC_TOK_STYLE_HF;
     stats s = {0};
     const cJSON *c;
     int32_t want[4096], exp[4096];
     cJSON_ArrayForEach(c, cases) {
         const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+        const char *cat = cJSON_GetObjectItem(c, "category")->valuestring;
         const cJSON *pieces = cJSON_GetObjectItem(c, "pieces");
-        const cJSON *hf_ids = is_hf ? cJSON_GetObjectItem(c, "hf_ids") : NULL;
-        int n = json_ids(hf_ids ? hf_ids : cJSON_GetObjectItem(c, "ids"), want, 4000);
-        int m = hf_special ? hf_expected(pieces, want, n, exp) : n;
-        if (!hf_special) memcpy(exp, want, n * sizeof *want);
+        /* HF oracle values, except when added tokens are deliberately treated as text */
+        int use_hf = is_hf && cJSON_GetObjectItem(c, "hf_ids") &&
+                     !((flags & SDC_TOK_NO_SPECIAL) && !strcmp(cat, "special"));
+        if (use_hf) pieces = cJSON_GetObjectItem(c, "hf_pieces");
+        int n = json_ids(cJSON_GetObjectItem(c, use_hf ? "hf_ids" : "ids"), want, 4000);
+        int m = n;
+        if (hf_special && !use_hf)
+            m = hf_expected(pieces, want, n, exp);
+        else
+            memcpy(exp, want, n * sizeof *want);
         if (t5) exp[m++] = 1;
         sdc_tokens out = {0};
         int f = flags | SDC_TOK_WANT_PIECES | (t5 ? SDC_TOK_ADD_SPECIAL : 0);
@@ -161,13 +172,17 @@ static void run_cases(const char *label, sdc_tokenizer *tok, const cJSON *cases,
             print_ids("want", exp, m);
             print_ids("got ", out.ids, out.n);
         }
-        if (check_pieces && st == SDC_OK && !hf_ids) {
+        /* hf_expected() adjusts ids only */
+        int skip_pieces = hf_special && !use_hf && !strcmp(cat, "special");
+        if (check_pieces && st == SDC_OK && !skip_pieces) {
             int pok = out.n == cJSON_GetArraySize(pieces);
             for (int i = 0; pok && i < out.n; i++)
                 pok = !strcmp(out.pieces[i], cJSON_GetArrayItem(pieces, i)->valuestring);
             s.pieces_ok += pok;
             s.pieces_checked++;
             CHECK(pok, "%s: pieces differ for \"%s\"", label, text);
+            for (int i = 0; !pok && i < out.n; i++) fprintf(stderr, " [%s]", out.pieces[i]);
+            if (!pok) fprintf(stderr, "\n");
         }
         sdc_tokens_free(&out);
     }
@@ -188,7 +203,7 @@ static void test_cases(const char *cases_path, sdc_tokenizer *sp, sdc_tokenizer 
     run_cases("tokenizer.json, specials as text", hf, cases, SDC_TOK_NO_SPECIAL, 0, 1, 0);
     run_cases("GGUF arrays, sp.encode", arr, cases, SDC_TOK_NO_SPECIAL, 0, 1, 0);
     /* HF / T5Tokenizer semantics: <pad> </s> <unk> matched literally */
-    run_cases("tokenizer.json (HF)", hf, cases, 0, 1, 0, 0);
+    run_cases("tokenizer.json (HF)", hf, cases, 0, 1, 1, 0);
     run_cases("spiece.model (T5Tokenizer)", sp, cases, 0, 1, 0, 0);
     run_cases("tokenizer.json t5_ids", hf, cases, 0, 1, 0, 1);
     run_cases("spiece.model t5_ids", sp, cases, 0, 1, 0, 1);
@@ -239,6 +254,31 @@ static void test_sdcpp_compat(void) {
     }
     printf("sd.cpp compat: %d strings, %d expected equal, %d equal\n", total, expected_equal,
            equal);
+    /* and HF's own results with the compat file, on all strings */
+    char *hf_text = slurp(SDC_SOURCE_DIR "/tests/data/tokenizer_sdcpp_compat_hf.json", NULL);
+    cJSON *hf_root = hf_text ? cJSON_Parse(hf_text) : NULL;
+    CHECK(hf_root != NULL, "tokenizer_sdcpp_compat_hf.json missing");
+    int hf_total = 0, hf_equal = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(hf_root, "cases")) {
+        const char *s = cJSON_GetObjectItem(c, "text")->valuestring;
+        int n = json_ids(cJSON_GetObjectItem(c, "hf_ids"), want, 4000);
+        sdc_tokens out = {0};
+        st = tok ? sdc_tokenizer_encode(tok, s, strlen(s),
+                                        SDC_TOK_ADD_SPECIAL | SDC_TOK_WANT_PIECES, &out)
+                 : SDC_ERR_INTERNAL;
+        int eq = st == SDC_OK && ids_equal(&out, want, n);
+        const cJSON *hp = cJSON_GetObjectItem(c, "hf_pieces");
+        for (int i = 0; eq && i < out.n; i++)
+            eq = !strcmp(out.pieces[i], cJSON_GetArrayItem(hp, i)->valuestring);
+        CHECK(eq, "compat vs HF: \"%s\"", s);
+        hf_total++;
+        hf_equal += eq;
+        sdc_tokens_free(&out);
+    }
+    printf("sd.cpp compat file vs HF tokenizers: %d strings, ids+pieces equal %d\n", hf_total,
+           hf_equal);
+    cJSON_Delete(hf_root);
+    free(hf_text);
     /* golden/minit2i/README.md: HF tokenizers gives sd.cpp's ids on 66 of the 87 strings */
     CHECK(equal == 66, "compat: %d equal (%d predicted)", equal, expected_equal);
     cJSON_Delete(root);
@@ -536,6 +576,7 @@ int main(void) {
     if (!arr) TEST_MAIN_END();
     test_cases(GOLDEN("tokenizer/cases.json"), sp, hf, arr);
     test_cases(SDC_SOURCE_DIR "/tests/data/tokenizer_extra_cases.json", sp, hf, arr);
+    test_cases(SDC_SOURCE_DIR "/tests/data/tokenizer_stress_cases.json", sp, hf, arr);
     test_sdcpp_compat();
     test_small_spiece();
     test_layouts(json);

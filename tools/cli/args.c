@@ -90,6 +90,9 @@ typedef enum opt_id {
     O_RNG,
     O_SAMPLER_RNG,
     O_ETA,
+    O_INIT_IMG,
+    O_MASK,
+    O_STRENGTH,
     O_FLOW_SHIFT,
     O_SIGMAS,
     O_BATCH_COUNT,
@@ -162,6 +165,10 @@ static const opt_def k_options[] = {
      "(default: model-specific)"},
     {NULL, "--eta", O_ETA, "X", "eta of ancestral/DDIM-style samplers (default: sampler's)"},
     {NULL, "--flow-shift", O_FLOW_SHIFT, "X", "shift of flow models (default: auto)"},
+    {"-i", "--init-img", O_INIT_IMG, "PATH", "img2img: start from this PNG (sets -W/-H)"},
+    {NULL, "--mask", O_MASK, "PATH", "inpainting mask PNG: white regenerates, black keeps"},
+    {NULL, "--strength", O_STRENGTH, "X",
+     "img2img: share of the schedule run, (0,1] (default: 0.75)"},
     {NULL, "--sigmas", O_SIGMAS, "LIST", "custom sigmas, comma-separated, e.g. \"1,0.5,0\""},
     {"-b", "--batch-count", O_BATCH_COUNT, "N",
      "images to generate, seeds seed, seed+1, ... (default: 1)"},
@@ -374,6 +381,19 @@ static bool apply(sdc_cli_args *a, const opt_def *o, const char *opt, const char
                            "expected std_default, cuda or cpu");
     case O_ETA:
         return parse_float(a, opt, v, &a->eta);
+    case O_INIT_IMG:
+        a->init_img_path = v;
+        return true;
+    case O_MASK:
+        a->mask_path = v;
+        return true;
+    case O_STRENGTH:
+        if (!parse_float(a, opt, v, &a->strength)) return false;
+        if (!(a->strength > 0.0f && a->strength <= 1.0f)) {
+            snprintf(a->error, sizeof a->error, "%s must be in (0, 1] (got %s)", opt, v);
+            return false;
+        }
+        return true;
     case O_FLOW_SHIFT:
         return parse_float(a, opt, v, &a->flow_shift);
     case O_SIGMAS:
@@ -474,6 +494,7 @@ void sdc_cli_args_init(sdc_cli_args *a) {
     a->seed = 42;
     a->rng = "cuda";
     a->eta = INFINITY;
+    a->strength = 0.75f;
     a->flow_shift = INFINITY;
     a->batch_count = 1;
     a->output_begin_idx = -1;
@@ -560,6 +581,8 @@ bool sdc_cli_check_inputs(const sdc_cli_args *a, char *err, size_t err_size) {
     if (!check_file("--diffusion-model", a->diffusion_model_path, err, err_size)) return false;
     if (!check_file("--t5xxl", a->t5xxl_path, err, err_size)) return false;
     if (!check_file("--t5-tokenizer", a->t5_tokenizer_path, err, err_size)) return false;
+    if (!check_file("--init-img", a->init_img_path, err, err_size)) return false;
+    if (!check_file("--mask", a->mask_path, err, err_size)) return false;
     for (int i = 0; i < a->n_imat_in; i++)
         if (!check_file("--imat-in", a->imat_in[i], err, err_size)) return false;
     return true;
@@ -671,4 +694,5 @@ void sdc_cli_to_generate_params(const sdc_cli_args *a, sdc_generate_params *p) {
     p->sampler_rng = a->sampler_rng;
     if (isfinite(a->eta)) p->eta = a->eta; /* else the library's sampler default */
     p->batch_count = a->batch_count;
+    p->strength = a->strength;
 }

@@ -41,6 +41,9 @@ typedef struct sdc_cli_args {
     const char *rng;             /* --rng */
     const char *sampler_rng;     /* --sampler-rng, NULL: same as --rng */
     float eta;                   /* --eta, INFINITY: sampler default */
+    const char *init_img_path;   /* -i/--init-img */
+    const char *mask_path;       /* --mask */
+    float strength;              /* --strength (default 0.75) */
     float flow_shift;            /* --flow-shift, INFINITY: model default */
     float *sigmas;               /* --sigmas (owned), NULL if not given */
     int n_sigmas;

@@ -13,6 +13,7 @@
 
 #include "args.h"
 #include "progress.h"
+#include "io/image.h"
 #include "sdc.h"
 
 /* Prints "sdc: error: <message>" as exactly one line and returns the exit status 1. */
@@ -144,6 +145,27 @@ static int generate(sdc_cli_args *a) {
 
     sdc_generate_params gp;
     sdc_cli_to_generate_params(a, &gp);
+    /* img2img: the init image sets the size; a mask must match it */
+    sdc_image init = {0}, mask = {0};
+    int iw = 0, ih = 0;
+    if (a->init_img_path) {
+        if ((st = sdc_png_read(a->init_img_path, &init.data, &iw, &ih)) != SDC_OK) {
+            sdc_context_free(rs.ctx);
+            return fail("%s", library_error(st));
+        }
+        init.width = (uint32_t)iw, init.height = (uint32_t)ih, init.channels = 3;
+        gp.init_image = &init;
+        gp.width = iw, gp.height = ih;
+    }
+    if (a->mask_path) {
+        if ((st = sdc_png_read(a->mask_path, &mask.data, &iw, &ih)) != SDC_OK) {
+            free(init.data);
+            sdc_context_free(rs.ctx);
+            return fail("%s", library_error(st));
+        }
+        mask.width = (uint32_t)iw, mask.height = (uint32_t)ih, mask.channels = 3;
+        gp.mask_image = &mask;
+    }
     sdc_cli_progress_init(&rs.bar, stderr);
     gp.progress = on_progress;
     gp.progress_user = &rs;
@@ -161,6 +183,8 @@ static int generate(sdc_cli_args *a) {
     st = sdc_generate_image(rs.ctx, &gp, &images, &count);
     double gen_seconds = now_seconds() - t1;
     signal(SIGINT, SIG_DFL);
+    free(init.data);
+    free(mask.data);
     if (st != SDC_OK) {
         int rc = fail("%s", st == SDC_ERR_CANCELLED ? "interrupted" : library_error(st));
         sdc_context_free(rs.ctx);
@@ -209,9 +233,13 @@ int main(int argc, char **argv) {
     } else {
         sdc_set_log_level(a.verbose ? SDC_LOG_DEBUG : SDC_LOG_WARN);
         sdc_set_log_callback(log_to_stderr, NULL);
-        if (a.list_devices)
-            rc = fail("--list-devices is not available yet");
-        else if (a.mode == SDC_CLI_MODE_CONVERT)
+        if (a.list_devices) {
+            for (int i = 0; i < sdc_device_count(); i++) {
+                char name[64], desc[512];
+                if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
+                    printf("%s\t%s\n", name, desc);
+            }
+        } else if (a.mode == SDC_CLI_MODE_CONVERT)
             rc = fail("convert mode is not available yet");
         else
             rc = generate(&a);

@@ -3,8 +3,11 @@
 
 Independent implementation: Google's sentencepiece library (Debian python3-sentencepiece
 0.1.97, run with /usr/bin/python3), encoding with ../shared/golden/tokenizer/spiece.model.
-Writes tests/data/tokenizer_extra_cases.json with the same case layout as the golden
-cases.json: {category, text, ids, pieces, t5_ids, decoded}. Deterministic.
+Writes tests/data/tokenizer_extra_cases.json (hand-picked tricky strings) and
+tests/data/tokenizer_stress_cases.json (corpus lines with long punctuation runs, seeded
+random strings) with the same case layout as the golden
+cases.json: {category, text, ids, pieces, t5_ids, decoded}. Deterministic. Then run
+gen_tokenizer_hf_cases.js, which adds the Hugging Face tokenizer's ids (hf_ids, ...).
 
 Usage: /usr/bin/python3 tools/tokenizer/gen_tokenizer_extra_cases.py [GOLDEN_DIR]
 """
@@ -26,9 +29,8 @@ CASES = [
     ("whitespace", "x\u202fy\u205fz\u1680w"),
     ("whitespace", "line\u2028sep\u2029para"),
     # U+0085 (NEL): the charsmap keeps it (an unknown character for sentencepiece) but HF's
-    # WhitespaceSplit splits on it (Rust char::is_whitespace), so HF's ids are those of the
-    # text with a space there: "hf_ids" below.
-    ("hf_whitespace", "para\u0085nel \u0085"),
+    # WhitespaceSplit splits on it (Rust char::is_whitespace)
+    ("whitespace", "para\u0085nel \u0085"),
     ("whitespace", "vt\x0bff\x0cend"),
     ("whitespace", "\u00a0\u00a0leading nbsp"),
     ("whitespace", "a\u3000\u3000b"),
@@ -42,6 +44,12 @@ CASES = [
     ("combining", "\uff76\uff9e\uff8a\uff9f"),
     ("combining", "\uff71\uff72\uff73"),
     ("combining", "i\u0307 \u0130stanbul"),
+    # grapheme clusters: HF's Precompiled normalizer works per cluster (see README limits)
+    ("grapheme", "x\r\ny \r\n"),
+    ("grapheme", "A\u030a\u0301 o\u0308\u0304 \u00e9\u0301 e\u0301x"),
+    ("grapheme", "\u0915\u094d\u0937 \u1100\u1161 \uac00\u0301"),
+    ("grapheme", "\uff76\uff9e \uff8a\uff9f\uff9e"),
+    ("grapheme", "\U0001f1fa\U0001f1f8\U0001f1ef x\u0301\u0301\u0301"),
     # metaspace literal
     ("metaspace", "\u2581"),
     ("metaspace", "\u2581\u2581\u2581"),
@@ -83,32 +91,69 @@ CASES = [
 ]
 
 
-def main():
-    sp = spm.SentencePieceProcessor(model_file=os.path.join(GOLDEN, "tokenizer", "spiece.model"))
+def stress_texts(golden):
+    """Lines of the training corpus with long runs of one punctuation character (where
+    float rounding decides between equal-scoring segmentations) and seeded random strings
+    mixing the scripts and characters that normalisation treats specially."""
+    import gzip
+    import random
+    import re
+
+    lines = gzip.open(os.path.join(golden, "tokenizer", "corpus.txt.gz"), "rt",
+                      encoding="utf-8").read().split("\n")
+    runs = [l[:200] for l in lines if re.search(r"([^\w\s])\1{3,}", l) and "<" not in l]
+    seen = set()
+    texts = []
+    for l in runs:
+        if l not in seen:
+            seen.add(l)
+            texts.append(l)
+    texts = texts[:150]
+    rnd = random.Random(1234)
+    pools = [range(0x20, 0x7F), range(0xA0, 0x250), range(0x300, 0x370), range(0x2000, 0x2070),
+             range(0x3000, 0x3010), range(0xFF00, 0xFFEF), range(0x1100, 0x1200),
+             range(0xAC00, 0xAC40), range(0x2150, 0x2190), range(0x2460, 0x24FF),
+             range(0x3300, 0x3400), range(0xFB00, 0xFB50),
+             [0x1F600, 0x1F44D, 0x1F3FD, 0x200D, 0xFE0F, 0x1F1FA, 0x1F1F8],
+             [9, 10, 13, 0x85, 0xA0, 0x2581, 0x200B, 0x200C, 0x200D, 0xAD, 0xFEFF, 7, 0x7F]]
+    while len(texts) < 400:
+        n = rnd.randint(1, 30)
+        t = "".join(chr(rnd.choice(list(rnd.choice(pools)))) for _ in range(n))
+        if "<" not in t:
+            texts.append(t)
+    return texts
+
+
+def write_cases(sp, path, cases, extra):
     out = []
-    for category, text in CASES:
+    for category, text in cases:
         ids = sp.encode(text)
-        case = {
+        out.append({
             "category": category,
             "text": text,
             "ids": ids,
             "pieces": sp.encode(text, out_type=str),
             "t5_ids": ids + [sp.eos_id()],
             "decoded": sp.decode(ids),
-        }
-        if category == "hf_whitespace":
-            case["hf_ids"] = sp.encode(text.replace("\u0085", " "))
-        out.append(case)
-    doc = {
-        "generator": "tools/tokenizer/gen_tokenizer_extra_cases.py",
-        "oracle": "sentencepiece " + spm.__version__ + " on golden/tokenizer/spiece.model",
-        "cases": out,
-    }
-    path = os.path.join(ROOT, "tests", "data", "tokenizer_extra_cases.json")
+        })
+    doc = dict(extra)
+    doc["cases"] = out
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=1)
         f.write("\n")
     print("wrote", path, len(out), "cases")
+
+
+def main():
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(GOLDEN, "tokenizer", "spiece.model"))
+    meta = {
+        "generator": "tools/tokenizer/gen_tokenizer_extra_cases.py",
+        "oracle": "sentencepiece " + spm.__version__ + " on golden/tokenizer/spiece.model",
+    }
+    write_cases(sp, os.path.join(ROOT, "tests", "data", "tokenizer_extra_cases.json"), CASES, meta)
+    stress = [("stress", t) for t in stress_texts(GOLDEN)]
+    write_cases(sp, os.path.join(ROOT, "tests", "data", "tokenizer_stress_cases.json"), stress,
+                meta)
 
 
 if __name__ == "__main__":
