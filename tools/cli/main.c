@@ -127,7 +127,8 @@ static int load_imatrices(const sdc_cli_args *a, bool for_output, sdc_imatrix **
     *out = NULL;
     if (!a->n_imat_in && !for_output) return 0;
     sdc_status st = sdc_imatrix_create(out);
-    for (int i = 0; st == SDC_OK && i < a->n_imat_in; i++) st = sdc_imatrix_load(*out, a->imat_in[i]);
+    for (int i = 0; st == SDC_OK && i < a->n_imat_in; i++)
+        st = sdc_imatrix_load(*out, a->imat_in[i]);
     if (st != SDC_OK) {
         sdc_imatrix_free(*out);
         *out = NULL;
@@ -161,8 +162,8 @@ static int convert(sdc_cli_args *a) {
     sdc_status st = sdc_convert(&p);
     sdc_imatrix_free(im);
     if (st != SDC_OK) return fail("%s", library_error(st));
-    printf("converted to %s in %.2fs, peak memory %.0f MiB\n", a->output_path,
-           now_seconds() - t0, (double)sdc_peak_rss_bytes() / (1024.0 * 1024.0));
+    printf("converted to %s in %.2fs, peak memory %.0f MiB\n", a->output_path, now_seconds() - t0,
+           (double)sdc_peak_rss_bytes() / (1024.0 * 1024.0));
     return 0;
 }
 
@@ -181,8 +182,10 @@ static int generate(sdc_cli_args *a) {
         bool read_too = false;
         for (int i = 0; i < a->n_imat_in; i++) read_too |= !strcmp(a->imat_in[i], a->imat_out);
         if (!read_too)
-            fprintf(stderr, "sdc: warning: imatrix file '%s' already exists and will be "
-                            "overwritten\n", a->imat_out);
+            fprintf(stderr,
+                    "sdc: warning: imatrix file '%s' already exists and will be "
+                    "overwritten\n",
+                    a->imat_out);
     }
     sdc_imatrix *im;
     if (load_imatrices(a, a->imat_out != NULL, &im)) return 1;
@@ -251,7 +254,8 @@ static int generate(sdc_cli_args *a) {
     int imat_rc = 0;
     if (a->imat_out) {
         st = sdc_imatrix_save(im, a->imat_out);
-        if (st != SDC_OK) imat_rc = fail("%s", library_error(st));
+        if (st != SDC_OK)
+            imat_rc = fail("%s", library_error(st));
         else if (a->verbose)
             fprintf(stderr, "sdc: saved imatrix %s (%d entries)\n", a->imat_out,
                     sdc_imatrix_entry_count(im));
