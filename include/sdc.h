@@ -64,6 +64,10 @@ typedef struct sdc_context_params {
     const char *t5_tokenizer_path;    /* --t5-tokenizer: tokenizer.json or spiece.model */
     int n_threads;                    /* -t: <= 0 means all physical cores */
     int weight_type; /* --type: ggml type id to convert weights to on load, -1 = as stored */
+    /* --tensor-type-rules "regex=type,...": per-tensor types on load (NULL = none) */
+    const char *tensor_type_rules;
+    /* importances used when weights are quantised on load (--imat-in), NULL = none */
+    const struct sdc_imatrix *imatrix;
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);
@@ -113,6 +117,40 @@ SDC_API char *sdc_generation_parameters_text(const sdc_context *ctx, const sdc_g
                                              int64_t seed);
 /* Writes an 8-bit RGB PNG, with a tEXt "parameters" chunk when parameters != NULL. */
 SDC_API sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *parameters);
+
+/* ---- importance matrices (imatrix.dat, sd.cpp's / llama.cpp's legacy layout) ---- */
+typedef struct sdc_imatrix sdc_imatrix;
+
+SDC_API sdc_status sdc_imatrix_create(sdc_imatrix **out);
+SDC_API void sdc_imatrix_free(sdc_imatrix *im);
+/* Loads a file and merges it into im (--imat-in, repeatable). A malformed file is an
+ * error and leaves im unchanged. */
+SDC_API sdc_status sdc_imatrix_load(sdc_imatrix *im, const char *path);
+/* Writes im (entries with missing columns are left out with a warning). */
+SDC_API sdc_status sdc_imatrix_save(const sdc_imatrix *im, const char *path);
+SDC_API int sdc_imatrix_entry_count(const sdc_imatrix *im);
+/* Collects into im during every later generation on ctx (--imat-out); NULL stops. */
+SDC_API sdc_status sdc_context_collect_imatrix(sdc_context *ctx, sdc_imatrix *im);
+
+/* ---- conversion (-M convert) ---- */
+typedef struct sdc_convert_params {
+    const char *model_path;           /* -m: names as they are */
+    const char *diffusion_model_path; /* --diffusion-model: "model.diffusion_model." */
+    const char *t5xxl_path;           /* --t5xxl: "text_encoders.t5xxl.transformer." */
+    const char *clip_l_path;          /* --clip_l: "text_encoders.clip_l.transformer." */
+    const char *clip_g_path;          /* --clip_g: "text_encoders.clip_g.transformer." */
+    const char *vae_path;             /* --vae: "vae." */
+    const char *t5_tokenizer_path;    /* tokenizer to embed (default: found next to the T5) */
+    const char *output_path;          /* -o: .gguf, or .safetensors for f32/f16/bf16 */
+    int type;                         /* --type (ggml id), -1 = keep stored types */
+    const char *tensor_type_rules;    /* --tensor-type-rules, NULL = none */
+    bool convert_name;                /* --convert-name */
+    const sdc_imatrix *imatrix;       /* importances for the quantiser, NULL = none */
+    int n_threads;                    /* <= 0: all cores */
+} sdc_convert_params;
+
+SDC_API void sdc_convert_params_init(sdc_convert_params *p);
+SDC_API sdc_status sdc_convert(const sdc_convert_params *p);
 
 /* Peak resident set size of this process in bytes (0 if unknown). */
 SDC_API size_t sdc_peak_rss_bytes(void);

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/threadpool.h"
 #include "io/model_loader.h"
+#include "pipeline/convert.h"
 #include "pipeline/tokenizer_source.h"
 #include "sampling/defaults.h"
 #include "sampling/samplers.h"
@@ -66,6 +67,12 @@ sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
             goto fail;
         ctx->t5_file = sdc_loader_file_count(ctx->weights) - 1;
     }
+    /* --type / --tensor-type-rules: the loaded weights are converted in memory, so the
+     * T5 pages must no longer be released after encoding (they are heap memory now) */
+    if ((s = sdc_convert_loaded_weights(ctx->weights, p->weight_type, p->tensor_type_rules,
+                                        p->imatrix, p->n_threads, &ctx->converted)) != SDC_OK)
+        goto fail;
+    if (p->weight_type >= 0 || (p->tensor_type_rules && *p->tensor_type_rules)) ctx->t5_file = -1;
     ctx->ws.find = find_weight;
     ctx->ws.user = ctx->weights;
 
@@ -111,6 +118,7 @@ void sdc_context_free(sdc_context *ctx) {
     sdc_t5_free(ctx->t5);
     sdc_tokenizer_free(ctx->tokenizer);
     sdc_loader_free(ctx->weights);
+    sdc_converted_weights_free(ctx->converted);
     free(ctx);
 }
 

@@ -27,6 +27,8 @@ struct sdc_context {
      * NULL costs nothing */
     sdc_eval_fn eval_cb;
     void *eval_user;
+    /* weights converted on load (--type): owned here, freed after the loader */
+    struct sdc_converted_weights *converted;
 };
 
 #endif

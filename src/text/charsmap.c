@@ -89,3 +89,14 @@ size_t sdc_charsmap_match_shortest(const sdc_charsmap *cm, const char *s, size_t
                                    const char **rep, size_t *rep_len) {
     return match(cm, s, len, 1, rep, rep_len);
 }
+
+size_t sdc_charsmap_serialize(const sdc_charsmap *cm, uint8_t *out) {
+    size_t size = 4 + cm->n_units * 4 + cm->strings_size;
+    if (!out) return size;
+    uint32_t trie = (uint32_t)(cm->n_units * 4);
+    for (int b = 0; b < 4; b++) out[b] = (uint8_t)(trie >> (8 * b));
+    for (size_t i = 0; i < cm->n_units; i++)
+        for (int b = 0; b < 4; b++) out[4 + 4 * i + (size_t)b] = (uint8_t)(cm->units[i] >> (8 * b));
+    memcpy(out + 4 + trie, cm->strings, cm->strings_size);
+    return size;
+}

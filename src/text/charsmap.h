@@ -25,4 +25,8 @@ size_t sdc_charsmap_match(const sdc_charsmap *cm, const char *s, size_t len, con
 size_t sdc_charsmap_match_shortest(const sdc_charsmap *cm, const char *s, size_t len,
                                    const char **rep, size_t *rep_len);
 
+/* The map in its file layout (what sdc_charsmap_parse read): returns the byte size and,
+ * when out is not NULL, writes it there (to embed it in a GGUF). */
+size_t sdc_charsmap_serialize(const sdc_charsmap *cm, uint8_t *out);
+
 #endif

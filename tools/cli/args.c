@@ -72,6 +72,9 @@ typedef enum opt_id {
     O_MODEL,
     O_DIFFUSION_MODEL,
     O_T5XXL,
+    O_CLIP_L,
+    O_CLIP_G,
+    O_VAE,
     O_T5_TOKENIZER,
     O_THREADS,
     O_TYPE,
@@ -133,6 +136,9 @@ static const opt_def k_options[] = {
     {"-m", "--model", O_MODEL, "PATH", "full model checkpoint"},
     {NULL, "--diffusion-model", O_DIFFUSION_MODEL, "PATH", "standalone diffusion model"},
     {NULL, "--t5xxl", O_T5XXL, "PATH", "T5 text encoder"},
+    {NULL, "--clip_l", O_CLIP_L, "PATH", "CLIP-L text encoder (convert mode)"},
+    {NULL, "--clip_g", O_CLIP_G, "PATH", "CLIP-G text encoder (convert mode)"},
+    {NULL, "--vae", O_VAE, "PATH", "VAE (convert mode)"},
     {NULL, "--t5-tokenizer", O_T5_TOKENIZER, "PATH",
      "T5 tokenizer (tokenizer.json or spiece.model)"},
     {"-t", "--threads", O_THREADS, "N", "threads; <= 0 means all physical cores (default: -1)"},
@@ -323,6 +329,15 @@ static bool apply(sdc_cli_args *a, const opt_def *o, const char *opt, const char
     case O_DIFFUSION_MODEL:
         a->diffusion_model_path = v;
         return true;
+    case O_CLIP_L:
+        a->clip_l_path = v;
+        return true;
+    case O_CLIP_G:
+        a->clip_g_path = v;
+        return true;
+    case O_VAE:
+        a->vae_path = v;
+        return true;
     case O_T5XXL:
         a->t5xxl_path = v;
         return true;
@@ -453,8 +468,10 @@ static const char *path_extension(const char *path) {
 /* Checks the combination of values once all options are read. */
 static bool validate(sdc_cli_args *a) {
     if (a->mode == SDC_CLI_MODE_CONVERT) {
-        if (!a->model_path && !a->diffusion_model_path && !a->t5xxl_path)
-            return fail(a, "convert mode needs an input model (-m, --diffusion-model or --t5xxl)");
+        if (!a->model_path && !a->diffusion_model_path && !a->t5xxl_path && !a->clip_l_path &&
+            !a->clip_g_path && !a->vae_path)
+            return fail(a, "convert mode needs an input model (-m, --diffusion-model, --t5xxl, "
+                           "--clip_l, --clip_g or --vae)");
         if (!a->output_path) a->output_path = "output.gguf";
     } else {
         if (!a->model_path && !a->diffusion_model_path)
@@ -580,6 +597,9 @@ bool sdc_cli_check_inputs(const sdc_cli_args *a, char *err, size_t err_size) {
     if (!check_file("--model", a->model_path, err, err_size)) return false;
     if (!check_file("--diffusion-model", a->diffusion_model_path, err, err_size)) return false;
     if (!check_file("--t5xxl", a->t5xxl_path, err, err_size)) return false;
+    if (!check_file("--clip_l", a->clip_l_path, err, err_size)) return false;
+    if (!check_file("--clip_g", a->clip_g_path, err, err_size)) return false;
+    if (!check_file("--vae", a->vae_path, err, err_size)) return false;
     if (!check_file("--t5-tokenizer", a->t5_tokenizer_path, err, err_size)) return false;
     if (!check_file("--init-img", a->init_img_path, err, err_size)) return false;
     if (!check_file("--mask", a->mask_path, err, err_size)) return false;
@@ -677,6 +697,7 @@ void sdc_cli_to_context_params(const sdc_cli_args *a, sdc_context_params *p) {
     p->t5_tokenizer_path = a->t5_tokenizer_path;
     p->n_threads = a->n_threads;
     p->weight_type = a->weight_type;
+    p->tensor_type_rules = a->tensor_type_rules;
 }
 
 void sdc_cli_to_generate_params(const sdc_cli_args *a, sdc_generate_params *p) {

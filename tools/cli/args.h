@@ -23,6 +23,9 @@ typedef struct sdc_cli_args {
     const char *diffusion_model_path; /* --diffusion-model */
     const char *t5xxl_path;           /* --t5xxl */
     const char *t5_tokenizer_path;    /* --t5-tokenizer */
+    const char *clip_l_path;          /* --clip_l (convert mode) */
+    const char *clip_g_path;          /* --clip_g (convert mode) */
+    const char *vae_path;             /* --vae (convert mode) */
     int n_threads;                    /* -t/--threads, <= 0: all physical cores */
     int weight_type;                  /* --type as a ggml type id, -1: as stored */
     char *tensor_type_rules;          /* --tensor-type-rules, repeats joined by ',' (owned) */

@@ -114,15 +114,57 @@ static int64_t random_seed(void) {
 static void warn_unused(const sdc_cli_args *a) {
     const char *unused[8];
     int n = 0;
-    if (a->imat_out) unused[n++] = "--imat-out";
-    if (a->n_imat_in) unused[n++] = "--imat-in";
-    if (a->tensor_type_rules) unused[n++] = "--tensor-type-rules";
     if (a->backend) unused[n++] = "--backend";
     if (a->convert_name) unused[n++] = "--convert-name";
     if (a->n_sigmas) unused[n++] = "--sigmas";
     if (isfinite(a->flow_shift)) unused[n++] = "--flow-shift";
     for (int i = 0; i < n; i++)
         fprintf(stderr, "sdc: warning: %s is not supported yet and is ignored\n", unused[i]);
+}
+
+/* --imat-in files merged into one imatrix (also made, empty, for --imat-out). */
+static int load_imatrices(const sdc_cli_args *a, bool for_output, sdc_imatrix **out) {
+    *out = NULL;
+    if (!a->n_imat_in && !for_output) return 0;
+    sdc_status st = sdc_imatrix_create(out);
+    for (int i = 0; st == SDC_OK && i < a->n_imat_in; i++)
+        st = sdc_imatrix_load(*out, a->imat_in[i]);
+    if (st != SDC_OK) {
+        sdc_imatrix_free(*out);
+        *out = NULL;
+        return fail("%s", library_error(st));
+    }
+    return 0;
+}
+
+static int convert(sdc_cli_args *a) {
+    char err[1024];
+    if (!sdc_cli_check_inputs(a, err, sizeof err)) return fail("%s", err);
+    if (!make_parent_dirs(a->output_path, err, sizeof err)) return fail("%s", err);
+    sdc_imatrix *im;
+    if (load_imatrices(a, false, &im)) return 1;
+    sdc_convert_params p;
+    sdc_convert_params_init(&p);
+    p.model_path = a->model_path;
+    p.diffusion_model_path = a->diffusion_model_path;
+    p.t5xxl_path = a->t5xxl_path;
+    p.clip_l_path = a->clip_l_path;
+    p.clip_g_path = a->clip_g_path;
+    p.vae_path = a->vae_path;
+    p.t5_tokenizer_path = a->t5_tokenizer_path;
+    p.output_path = a->output_path;
+    p.type = a->weight_type;
+    p.tensor_type_rules = a->tensor_type_rules;
+    p.convert_name = a->convert_name;
+    p.imatrix = im;
+    p.n_threads = a->n_threads;
+    double t0 = now_seconds();
+    sdc_status st = sdc_convert(&p);
+    sdc_imatrix_free(im);
+    if (st != SDC_OK) return fail("%s", library_error(st));
+    printf("converted to %s in %.2fs, peak memory %.0f MiB\n", a->output_path, now_seconds() - t0,
+           (double)sdc_peak_rss_bytes() / (1024.0 * 1024.0));
+    return 0;
 }
 
 static int generate(sdc_cli_args *a) {
@@ -135,12 +177,30 @@ static int generate(sdc_cli_args *a) {
         fprintf(stderr, "sdc: using random seed %lld\n", (long long)a->seed);
     }
 
+    /* as sd-cli: say so up front when --imat-out will replace a file not being read */
+    if (a->imat_out && access(a->imat_out, F_OK) == 0) {
+        bool read_too = false;
+        for (int i = 0; i < a->n_imat_in; i++) read_too |= !strcmp(a->imat_in[i], a->imat_out);
+        if (!read_too)
+            fprintf(stderr,
+                    "sdc: warning: imatrix file '%s' already exists and will be "
+                    "overwritten\n",
+                    a->imat_out);
+    }
+    sdc_imatrix *im;
+    if (load_imatrices(a, a->imat_out != NULL, &im)) return 1;
     sdc_context_params cp;
     sdc_cli_to_context_params(a, &cp);
+    cp.imatrix = im;
     run_state rs = {NULL, {0}};
     double t0 = now_seconds();
     sdc_status st = sdc_context_create(&cp, &rs.ctx);
-    if (st != SDC_OK) return fail("%s", library_error(st));
+    if (st == SDC_OK && a->imat_out) st = sdc_context_collect_imatrix(rs.ctx, im);
+    if (st != SDC_OK) {
+        sdc_context_free(rs.ctx);
+        sdc_imatrix_free(im);
+        return fail("%s", library_error(st));
+    }
     if (a->verbose) fprintf(stderr, "sdc: models loaded in %.2fs\n", now_seconds() - t0);
 
     sdc_generate_params gp;
@@ -188,8 +248,19 @@ static int generate(sdc_cli_args *a) {
     if (st != SDC_OK) {
         int rc = fail("%s", st == SDC_ERR_CANCELLED ? "interrupted" : library_error(st));
         sdc_context_free(rs.ctx);
+        sdc_imatrix_free(im);
         return rc;
     }
+    int imat_rc = 0;
+    if (a->imat_out) {
+        st = sdc_imatrix_save(im, a->imat_out);
+        if (st != SDC_OK)
+            imat_rc = fail("%s", library_error(st));
+        else if (a->verbose)
+            fprintf(stderr, "sdc: saved imatrix %s (%d entries)\n", a->imat_out,
+                    sdc_imatrix_entry_count(im));
+    }
+    sdc_imatrix_free(im);
 
     int saved = 0;
     for (int i = 0; i < count; i++) {
@@ -208,7 +279,7 @@ static int generate(sdc_cli_args *a) {
     }
     sdc_free_images(images, count);
     sdc_context_free(rs.ctx);
-    if (saved != count) return 1;
+    if (saved != count || imat_rc) return 1;
 
     /* time per step from the progress reports; the whole call if there were none */
     int total_steps = rs.bar.total_steps;
@@ -240,7 +311,7 @@ int main(int argc, char **argv) {
                     printf("%s\t%s\n", name, desc);
             }
         } else if (a.mode == SDC_CLI_MODE_CONVERT)
-            rc = fail("convert mode is not available yet");
+            rc = convert(&a);
         else
             rc = generate(&a);
     }

@@ -1,0 +1,435 @@
+/* -M convert: every tensor of the input files (under their sd.cpp name prefixes) is
+ * written to one GGUF or safetensors file, converted to the type the rules pick
+ * (pipeline/quant_rules.h), one tensor at a time: the source stays mmapped and its pages
+ * are dropped as we go, the output is produced by the writer's per-tensor callback, and
+ * each tensor's rows are quantised by all threads. */
+#include "pipeline/convert.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "io/gguf.h"
+#include "io/model_loader.h"
+#include "io/safetensors_writer.h"
+#include "pipeline/imatrix.h"
+#include "pipeline/quant_rules.h"
+#include "pipeline/tokenizer_export.h"
+
+/* drop source pages after this many bytes read from a file */
+#define RELEASE_EVERY (64u << 20)
+
+/* ---- row conversion ---- */
+
+typedef struct rows_job {
+    const sdc_tensor *w;
+    sdc_type dst_type;
+    char *dst;
+    size_t dst_row;
+    const float *importance;
+    int64_t rows;
+    sdc_status status[64];
+} rows_job;
+
+static void convert_rows(void *arg, int ith, int nth) {
+    rows_job *j = arg;
+    const sdc_tensor *w = j->w;
+    int64_t n0 = w->ne[0];
+    int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
+    const sdc_type_traits *src = sdc_type_get(w->type), *dst = sdc_type_get(j->dst_type);
+    float *buf = NULL;
+    if (w->type != j->dst_type && w->type != SDC_TYPE_F32) {
+        buf = malloc((size_t)n0 * sizeof *buf);
+        if (!buf) {
+            if (ith < 64) j->status[ith] = SDC_ERR_NO_MEMORY;
+            return;
+        }
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        const char *s = (const char *)w->data + (size_t)r * w->nb[1];
+        char *d = j->dst + (size_t)r * j->dst_row;
+        if (w->type == j->dst_type) {
+            memcpy(d, s, j->dst_row);
+            continue;
+        }
+        const float *x = (const float *)s;
+        if (buf) {
+            src->to_float(s, buf, n0);
+            x = buf;
+        }
+        dst->from_float(x, d, n0, j->importance);
+    }
+    free(buf);
+}
+
+sdc_status sdc_convert_tensor_data(const sdc_tensor *w, sdc_type dst_type, void *dst,
+                                   const float *importance, sdc_threadpool *pool) {
+    const sdc_type_traits *src = sdc_type_get(w->type), *dt = sdc_type_get(dst_type);
+    if (!src || !dt || (w->type != dst_type && (!src->to_float || !dt->from_float)))
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", w->name,
+                        sdc_type_name(w->type), sdc_type_name(dst_type));
+    if (!sdc_tensor_is_contiguous(w))
+        return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s' is not contiguous", w->name);
+    size_t row = sdc_type_row_bytes(dst_type, w->ne[0]);
+    if (!row)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "tensor '%s': rows of %lld do not fit %s blocks",
+                        w->name, (long long)w->ne[0], sdc_type_name(dst_type));
+    rows_job j = {w, dst_type, dst, row, importance, sdc_tensor_nrows(w), {0}};
+    /* one thread for small tensors: not worth waking the pool */
+    if (pool && sdc_tensor_nelements(w) >= (1 << 16))
+        sdc_threadpool_run(pool, convert_rows, &j);
+    else
+        convert_rows(&j, 0, 1);
+    for (int i = 0; i < 64; i++)
+        if (j.status[i] != SDC_OK)
+            return sdc_fail(j.status[i], "tensor '%s': out of memory", w->name);
+    return SDC_OK;
+}
+
+float *sdc_convert_importance(const sdc_imatrix *im, const char *name, int64_t ne0) {
+    int i = sdc_imatrix_find(im, name);
+    if (i < 0) return NULL;
+    if (sdc_imatrix_nval(im, i) != ne0) {
+        SDC_LOGW("imatrix: '%s' has %lld values but the weight has %lld columns; not used", name,
+                 (long long)sdc_imatrix_nval(im, i), (long long)ne0);
+        return NULL;
+    }
+    float *v = malloc((size_t)ne0 * sizeof *v);
+    if (v && !sdc_imatrix_values(im, i, v)) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+static bool quantised_needs_importance(sdc_type t) {
+    return sdc_type_get(t)->is_quantized && t != SDC_TYPE_Q8_0;
+}
+
+/* ---- conversion on load ---- */
+
+struct sdc_converted_weights {
+    void **data;
+    int n;
+};
+
+void sdc_converted_weights_free(sdc_converted_weights *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) free(c->data[i]);
+    free(c->data);
+    free(c);
+}
+
+sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules_spec,
+                                      const sdc_imatrix *im, int n_threads,
+                                      sdc_converted_weights **owned) {
+    *owned = NULL;
+    if (type < 0 && (!rules_spec || !*rules_spec)) return SDC_OK;
+    if (type >= 0 && !sdc_quant_type_is_target(type))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "--type: %s is not a weight type",
+                        sdc_type_name(type));
+    sdc_quant_rules *rules;
+    sdc_status s = sdc_quant_rules_parse(rules_spec, &rules);
+    if (s != SDC_OK) return s;
+    int n = sdc_loader_tensor_count(l);
+    sdc_converted_weights *c = calloc(1, sizeof *c);
+    if (c) c->data = calloc((size_t)n + 1, sizeof *c->data);
+    sdc_threadpool *pool = sdc_threadpool_create(n_threads);
+    if (!c || !c->data || !pool) {
+        s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory");
+        goto done;
+    }
+    int converted = 0, with_imatrix = 0;
+    for (int i = 0; i < n && s == SDC_OK; i++) {
+        sdc_tensor *t = sdc_loader_tensor_at(l, i);
+        int nd = 1;
+        for (int d = 1; d < SDC_MAX_DIMS; d++)
+            if (t->ne[d] > 1) nd = d + 1;
+        sdc_type to = sdc_quant_pick_type(rules, t->name, nd, t->ne, t->type, type);
+        if (to == t->type) continue;
+        size_t bytes = sdc_type_row_bytes(to, t->ne[0]) * (size_t)sdc_tensor_nrows(t);
+        void *d = malloc(bytes ? bytes : 1);
+        if (!d) {
+            s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory converting '%s'", t->name);
+            break;
+        }
+        float *imp =
+            quantised_needs_importance(to) ? sdc_convert_importance(im, t->name, t->ne[0]) : NULL;
+        with_imatrix += imp != NULL;
+        s = sdc_convert_tensor_data(t, to, d, imp, pool);
+        free(imp);
+        if (s != SDC_OK) {
+            free(d);
+            break;
+        }
+        c->data[c->n++] = d;
+        t->type = to;
+        t->data = d;
+        sdc_tensor_set_contiguous_strides(t);
+        converted++;
+    }
+    if (s == SDC_OK)
+        SDC_LOGI("converted %d of %d weights on load (%d with importances)", converted, n,
+                 with_imatrix);
+done:
+    sdc_threadpool_free(pool);
+    sdc_quant_rules_free(rules);
+    if (s != SDC_OK) {
+        sdc_converted_weights_free(c);
+        return s;
+    }
+    *owned = c;
+    return SDC_OK;
+}
+
+/* ---- -M convert ---- */
+
+void sdc_convert_params_init(sdc_convert_params *p) {
+    memset(p, 0, sizeof *p);
+    p->type = -1;
+    p->n_threads = -1;
+}
+
+typedef struct out_tensor {
+    sdc_tensor *src;
+    sdc_type type;
+    int n_dims;
+    const char *source_dtype;
+    int file;
+} out_tensor;
+
+typedef struct convert_state {
+    sdc_loader *l;
+    out_tensor *t;
+    int n;
+    const sdc_imatrix *im;
+    sdc_threadpool *pool;
+    size_t since_release[16];
+    int next; /* index of the tensor the writer asks for next */
+    int with_imatrix;
+    double t0;
+} convert_state;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static sdc_status produce(convert_state *cs, int i, void *dst, size_t nbytes) {
+    out_tensor *o = &cs->t[i];
+    size_t want = sdc_type_row_bytes(o->type, o->src->ne[0]) * (size_t)sdc_tensor_nrows(o->src);
+    if (want != nbytes)
+        return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s': %zu bytes expected, writer has %zu",
+                        o->src->name, want, nbytes);
+    float *imp = quantised_needs_importance(o->type)
+                     ? sdc_convert_importance(cs->im, o->src->name, o->src->ne[0])
+                     : NULL;
+    cs->with_imatrix += imp != NULL;
+    sdc_status s = sdc_convert_tensor_data(o->src, o->type, dst, imp, cs->pool);
+    free(imp);
+    if (o->file >= 0 && o->file < 16) {
+        cs->since_release[o->file] += sdc_tensor_nbytes(o->src);
+        if (cs->since_release[o->file] >= RELEASE_EVERY || i == cs->n - 1) {
+            sdc_loader_release_pages(cs->l, o->file);
+            cs->since_release[o->file] = 0;
+        }
+    }
+    if (i % 64 == 63 || i == cs->n - 1)
+        SDC_LOGI("convert: %d/%d tensors, %.1fs", i + 1, cs->n, now_s() - cs->t0);
+    return s;
+}
+
+static sdc_status gguf_fill(void *user, const char *name, void *dst, size_t nbytes) {
+    convert_state *cs = user;
+    int i = cs->next++;
+    if (i >= cs->n || strcmp(name, cs->t[i].src->name))
+        return sdc_fail(SDC_ERR_INTERNAL, "convert: writer asked for '%s' out of order", name);
+    return produce(cs, i, dst, nbytes);
+}
+
+static sdc_status st_fill(void *user, int index, void *dst, size_t nbytes) {
+    convert_state *cs = user;
+    if (index < 0 || index >= cs->n) return sdc_fail(SDC_ERR_INTERNAL, "convert: bad index");
+    return produce(cs, index, dst, nbytes);
+}
+
+/* The tensor as its file declares it: dimension count and dtype spelling. */
+static void source_info(const sdc_loader *l, const sdc_tensor *t, out_tensor *o) {
+    int f = sdc_loader_tensor_file(l, t);
+    o->file = f;
+    o->n_dims = 1;
+    for (int d = 1; d < SDC_MAX_DIMS; d++)
+        if (t->ne[d] > 1) o->n_dims = d + 1;
+    o->source_dtype = sdc_type_name(t->type);
+    if (f < 0) return;
+    const char *prefix = sdc_loader_file_prefix(l, f);
+    size_t plen = prefix ? strlen(prefix) : 0;
+    const char *bare = strncmp(t->name, prefix ? prefix : "", plen) ? t->name : t->name + plen;
+    const sdc_gguf_file *g = sdc_loader_file_gguf(l, f);
+    const sdc_st_file *st = sdc_loader_file_st(l, f);
+    if (g) {
+        const sdc_gguf_tensor *gt = sdc_gguf_find_tensor(g, bare);
+        if (gt) o->n_dims = gt->n_dims, o->source_dtype = sdc_type_name(gt->type);
+    } else if (st) {
+        const sdc_st_tensor *s = sdc_st_find(st, bare);
+        if (s && s->ndim <= SDC_MAX_DIMS) {
+            o->n_dims = s->ndim > 0 ? s->ndim : 1;
+            o->source_dtype = sdc_st_dtype_name(s->dtype);
+        }
+    }
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcasecmp(s + a - b, suffix);
+}
+
+static int st_dtype_of(sdc_type t) {
+    switch (t) {
+    case SDC_TYPE_F32:
+        return SDC_ST_F32;
+    case SDC_TYPE_F16:
+        return SDC_ST_F16;
+    case SDC_TYPE_BF16:
+        return SDC_ST_BF16;
+    case SDC_TYPE_I32:
+        return SDC_ST_I32;
+    default:
+        return -1;
+    }
+}
+
+static sdc_status write_safetensors(convert_state *cs, const sdc_convert_params *p) {
+    sdc_st_writer *w;
+    sdc_status s = sdc_st_writer_create(&w);
+    if (s != SDC_OK) return s;
+    for (int i = 0; i < cs->n && s == SDC_OK; i++) {
+        out_tensor *o = &cs->t[i];
+        int dt = st_dtype_of(o->type);
+        if (dt < 0) {
+            s = sdc_fail(SDC_ERR_INVALID_ARG,
+                         "%s: tensor '%s' would be %s, which safetensors cannot hold: write a "
+                         ".gguf file for quantised types",
+                         p->output_path, o->src->name, sdc_type_name(o->type));
+            break;
+        }
+        int64_t shape[SDC_MAX_DIMS];
+        for (int d = 0; d < o->n_dims; d++) shape[d] = o->src->ne[o->n_dims - 1 - d];
+        s = sdc_st_writer_add(w, o->src->name, (sdc_st_dtype)dt, o->n_dims, shape, NULL);
+    }
+    if (s == SDC_OK) s = sdc_st_writer_set_metadata(w, "format", "pt");
+    if (s == SDC_OK) s = sdc_st_writer_write(w, p->output_path, st_fill, cs);
+    sdc_st_writer_free(w);
+    return s;
+}
+
+static sdc_status write_gguf(convert_state *cs, const sdc_convert_params *p,
+                             const char *const *files, int n_files) {
+    sdc_gguf_writer *w;
+    sdc_status s = sdc_gguf_writer_create(&w);
+    if (s != SDC_OK) return s;
+    const char **dtypes = malloc(sizeof *dtypes * (size_t)(cs->n + 1));
+    if (!dtypes) s = sdc_fail(SDC_ERR_NO_MEMORY, "convert: out of memory");
+    for (int i = 0; s == SDC_OK && i < cs->n; i++) dtypes[i] = cs->t[i].source_dtype;
+    /* provenance: which files, which stored types, what was asked */
+    if (s == SDC_OK) s = sdc_gguf_set_u32(w, "general.quantization_version", 2);
+    char tool[64];
+    snprintf(tool, sizeof tool, "sdc %s", sdc_version());
+    if (s == SDC_OK) s = sdc_gguf_set_str(w, "sdc.convert.tool", tool);
+    if (s == SDC_OK)
+        s = sdc_gguf_set_str(w, "sdc.convert.type", p->type >= 0 ? sdc_type_name(p->type) : "");
+    if (s == SDC_OK && p->tensor_type_rules)
+        s = sdc_gguf_set_str(w, "sdc.convert.tensor_type_rules", p->tensor_type_rules);
+    if (s == SDC_OK) s = sdc_gguf_set_arr_str(w, "sdc.source.files", files, (uint64_t)n_files);
+    if (s == SDC_OK) s = sdc_gguf_set_arr_str(w, "sdc.source.types", dtypes, (uint64_t)cs->n);
+    if (s == SDC_OK && p->imatrix)
+        s = sdc_gguf_set_u32(w, "sdc.imatrix.entries",
+                             (uint32_t)sdc_imatrix_entry_count(p->imatrix));
+    if (s == SDC_OK)
+        s = sdc_export_t5_tokenizer(cs->l, p->t5xxl_path ? p->t5xxl_path : p->model_path,
+                                    p->t5_tokenizer_path, w);
+    for (int i = 0; i < cs->n && s == SDC_OK; i++) {
+        out_tensor *o = &cs->t[i];
+        s = sdc_gguf_add_tensor_fn(w, o->src->name, o->type, o->n_dims, o->src->ne, gguf_fill, cs);
+    }
+    if (s == SDC_OK) s = sdc_gguf_write_file(w, p->output_path);
+    free(dtypes);
+    sdc_gguf_writer_free(w);
+    return s;
+}
+
+sdc_status sdc_convert(const sdc_convert_params *p) {
+    if (!p || !p->output_path || !*p->output_path)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "convert: no output path (-o)");
+    if (p->type >= 0 && !sdc_quant_type_is_target(p->type))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "convert: --type %s is not supported",
+                        sdc_type_name(p->type));
+    static const char *const prefixes[] = {"",
+                                           "model.diffusion_model.",
+                                           "text_encoders.t5xxl.transformer.",
+                                           "text_encoders.clip_l.transformer.",
+                                           "text_encoders.clip_g.transformer.",
+                                           "vae."};
+    const char *paths[] = {p->model_path,  p->diffusion_model_path, p->t5xxl_path,
+                           p->clip_l_path, p->clip_g_path,          p->vae_path};
+    const char *files[6];
+    char file_desc[6][600];
+    int n_files = 0;
+    sdc_loader *l = NULL;
+    sdc_quant_rules *rules = NULL;
+    convert_state cs = {0};
+    sdc_status s = sdc_loader_create(&l);
+    for (int i = 0; i < 6 && s == SDC_OK; i++) {
+        if (!paths[i] || !*paths[i]) continue;
+        s = sdc_loader_add_file(l, paths[i], prefixes[i]);
+        snprintf(file_desc[n_files], sizeof file_desc[0], "%s%s%s", prefixes[i],
+                 *prefixes[i] ? "=" : "", paths[i]);
+        files[n_files] = file_desc[n_files];
+        n_files++;
+    }
+    if (s == SDC_OK && n_files == 0)
+        s = sdc_fail(SDC_ERR_INVALID_ARG,
+                     "convert: no input: pass -m, --diffusion-model, --t5xxl, --clip_l, --clip_g "
+                     "or --vae");
+    if (s == SDC_OK && p->convert_name)
+        SDC_LOGI("--convert-name: MiniT2I and T5 tensors already carry sd.cpp's names");
+    if (s == SDC_OK) s = sdc_quant_rules_parse(p->tensor_type_rules, &rules);
+    if (s != SDC_OK) goto done;
+    cs.l = l;
+    cs.im = p->imatrix;
+    cs.n = sdc_loader_tensor_count(l);
+    cs.t = calloc((size_t)cs.n + 1, sizeof *cs.t);
+    cs.pool = sdc_threadpool_create(p->n_threads);
+    cs.t0 = now_s();
+    if (!cs.t || !cs.pool) {
+        s = sdc_fail(SDC_ERR_NO_MEMORY, "convert: out of memory");
+        goto done;
+    }
+    int changed = 0;
+    for (int i = 0; i < cs.n; i++) {
+        out_tensor *o = &cs.t[i];
+        o->src = sdc_loader_tensor_at(l, i);
+        source_info(l, o->src, o);
+        o->type =
+            sdc_quant_pick_type(rules, o->src->name, o->n_dims, o->src->ne, o->src->type, p->type);
+        changed += o->type != o->src->type;
+    }
+    SDC_LOGI("convert: %d tensors from %d file(s), %d converted", cs.n, n_files, changed);
+    if (ends_with(p->output_path, ".safetensors"))
+        s = write_safetensors(&cs, p);
+    else
+        s = write_gguf(&cs, p, files, n_files);
+    if (s == SDC_OK)
+        SDC_LOGI("convert: wrote %s in %.2fs (%d tensors quantised with importances)",
+                 p->output_path, now_s() - cs.t0, cs.with_imatrix);
+done:
+    sdc_threadpool_free(cs.pool);
+    free(cs.t);
+    sdc_quant_rules_free(rules);
+    sdc_loader_free(l);
+    return s;
+}

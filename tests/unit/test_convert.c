@@ -1,0 +1,322 @@
+/* -M convert through sdc_convert: safetensors -> GGUF at every type, checked against
+ * ggml's own bytes (golden gguf/quant_expected.safetensors, with and without an imatrix)
+ * and against our quantiser's output after loading the GGUF back; the keep rule and
+ * --tensor-type-rules; several component files into one GGUF with their prefixes;
+ * safetensors output; --type on load; error cases. */
+#include "test_util.h"
+
+#include "core/quant.h"
+#include "core/types.h"
+#include "io/gguf.h"
+#include "io/model_loader.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
+#include "pipeline/convert.h"
+#include "pipeline/imatrix.h"
+#include "pipeline/quant_rules.h"
+#include "sdc.h"
+
+#include <stdint.h>
+
+static void tmp_path(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s/test_convert_%s", SDC_BINARY_DIR, name);
+}
+
+/* the golden 3x512 matrix and its importance vector */
+static float g_src[3 * 512], g_imp[512];
+static float g_big[64 * 512], g_mid[64 * 96], g_odd[16 * 300], g_norm[512], g_bias[3];
+static float g_fin[16 * 512], g_t5[32 * 256];
+
+static void fill(float *x, size_t n, unsigned long long seed) {
+    for (size_t i = 0; i < n; i++) x[i] = t_randf(&seed);
+}
+
+static void write_st(const char *path, int n, const char *const *names, float *const *data,
+                     const int64_t (*shape)[2], const int *ndim) {
+    sdc_st_writer *w;
+    CHECK(sdc_st_writer_create(&w) == SDC_OK, "st writer");
+    for (int i = 0; i < n; i++)
+        sdc_st_writer_add(w, names[i], SDC_ST_F32, ndim[i], shape[i], data[i]);
+    CHECK(sdc_st_writer_write(w, path, NULL, NULL) == SDC_OK, "write %s: %s", path,
+          sdc_last_error());
+    sdc_st_writer_free(w);
+}
+
+/* imatrix.dat with one entry: ncall 1, so the stored values are the importances */
+static void write_imatrix(const char *path, const char *name, const float *v, int32_t n) {
+    FILE *f = fopen(path, "wb");
+    int32_t one = 1, len = (int32_t)strlen(name), zero = 0;
+    fwrite(&one, 4, 1, f);
+    fwrite(&len, 4, 1, f);
+    fwrite(name, 1, (size_t)len, f);
+    fwrite(&one, 4, 1, f);
+    fwrite(&n, 4, 1, f);
+    fwrite(v, 4, (size_t)n, f);
+    fwrite(&zero, 4, 1, f);
+    fclose(f);
+}
+
+static const char *const k_types[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K",
+                                      "q3_K", "q4_K", "q5_K", "q6_K", "f16",  "bf16"};
+
+/* Converts the dit file with a rule forcing w.weight to type t, checks the bytes against
+ * ggml's and the loaded values against our quantiser's own round trip. */
+static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
+                       const sdc_st_file *gold) {
+    char out[512], rules[64], key[128];
+    tmp_path(out, sizeof out, "type.gguf");
+    snprintf(rules, sizeof rules, "\\.w\\.weight$=%s", t);
+    sdc_convert_params p;
+    sdc_convert_params_init(&p);
+    p.diffusion_model_path = dit;
+    p.output_path = out;
+    p.tensor_type_rules = rules;
+    p.imatrix = im;
+    p.n_threads = 2;
+    sdc_status s = sdc_convert(&p);
+    CHECK(s == SDC_OK, "convert %s: %s", t, sdc_last_error());
+    if (s != SDC_OK) return;
+    sdc_gguf_file *g;
+    CHECK(sdc_gguf_open(out, &g) == SDC_OK, "open %s: %s", out, sdc_last_error());
+    const sdc_gguf_tensor *gt = sdc_gguf_find_tensor(g, "model.diffusion_model.net.w.weight");
+    int type = sdc_type_from_name(t);
+    CHECK(gt && (int)gt->type == type && gt->ne[0] == 512 && gt->ne[1] == 3 && gt->n_dims == 2,
+          "%s: tensor type/shape", t);
+    snprintf(key, sizeof key, "m3x512.%s.%s.q", t, im ? "imatrix" : "plain");
+    const sdc_st_tensor *q = sdc_st_find(gold, key);
+    if (gt && q) {
+        CHECK(gt->nbytes == q->nbytes, "%s: %zu bytes, ggml %zu", key, gt->nbytes, q->nbytes);
+        size_t diff = 0;
+        for (size_t i = 0; i < gt->nbytes && i < q->nbytes; i++)
+            diff += ((const uint8_t *)gt->data)[i] != ((const uint8_t *)q->data)[i];
+        CHECK(diff == 0, "%s: %zu bytes differ from ggml's", key, diff);
+        printf("  %-22s %5zu bytes, %zu differ from ggml\n", key, gt->nbytes, diff);
+    }
+    /* load back: dequantised values equal our quantiser's own output */
+    const sdc_type_traits *tr = sdc_type_get(type);
+    size_t rb = sdc_type_row_bytes(type, 512);
+    uint8_t *blk = malloc(rb * 3);
+    float ref[3 * 512], got[3 * 512];
+    for (int r = 0; r < 3; r++) {
+        tr->from_float(g_src + r * 512, blk + r * rb, 512,
+                       im && tr->is_quantized && type != SDC_TYPE_Q8_0 ? g_imp : NULL);
+        tr->to_float(blk + r * rb, ref + r * 512, 512);
+    }
+    free(blk);
+    sdc_loader *l;
+    sdc_loader_create(&l);
+    CHECK(sdc_loader_add_file(l, out, NULL) == SDC_OK, "load %s: %s", out, sdc_last_error());
+    sdc_tensor *w = sdc_loader_find(l, "model.diffusion_model.net.w.weight");
+    if (w) {
+        for (int r = 0; r < 3; r++)
+            tr->to_float((const char *)w->data + r * w->nb[1], got + r * 512, 512);
+        double d = t_max_abs_diff(got, ref, 3 * 512);
+        CHECK(d == 0, "%s: loaded values differ from the quantiser's by %g", t, d);
+    }
+    /* the other tensors kept their stored values and types */
+    sdc_tensor *b = sdc_loader_find(l, "model.diffusion_model.net.w.bias");
+    CHECK(b && b->type == SDC_TYPE_F32 && !memcmp(b->data, g_bias, sizeof g_bias),
+          "%s: bias kept as F32", t);
+    sdc_loader_free(l);
+    sdc_gguf_close(g);
+}
+
+static void test_pick_rules(void) {
+    sdc_quant_rules *r;
+    CHECK(sdc_quant_rules_parse("attn=q8_0,^vae\\.=f16", &r) == SDC_OK, "parse rules: %s",
+          sdc_last_error());
+    CHECK(sdc_quant_rules_count(r) == 2, "two rules");
+    int64_t m[4] = {512, 64, 1, 1}, v[4] = {512, 1, 1, 1}, k[4] = {96, 64, 1, 1},
+            o[4] = {300, 64, 1, 1}, s[4] = {512, 4, 1, 1};
+    CHECK(sdc_quant_pick_type(r, "x.attn.weight", 2, m, SDC_TYPE_F16, SDC_TYPE_Q4_K) ==
+              SDC_TYPE_Q8_0,
+          "first matching rule wins");
+    CHECK(sdc_quant_pick_type(r, "vae.conv.weight", 2, m, SDC_TYPE_F32, SDC_TYPE_Q4_K) ==
+              SDC_TYPE_F16,
+          "anchored rule");
+    CHECK(sdc_quant_pick_type(r, "x.mlp.weight", 2, m, SDC_TYPE_F16, SDC_TYPE_Q4_K) ==
+              SDC_TYPE_Q4_K,
+          "default type");
+    CHECK(sdc_quant_pick_type(r, "x.norm.weight", 1, v, SDC_TYPE_F32, SDC_TYPE_Q4_K) ==
+              SDC_TYPE_F32,
+          "1-D kept");
+    CHECK(sdc_quant_pick_type(r, "x.attn.bias", 1, v, SDC_TYPE_F32, SDC_TYPE_Q4_K) == SDC_TYPE_F32,
+          "1-D kept even under a rule");
+    CHECK(sdc_quant_pick_type(NULL, "x.w", 2, k, SDC_TYPE_F16, SDC_TYPE_Q4_K) == SDC_TYPE_Q5_0,
+          "q4_K on 96 columns falls back to q5_0");
+    CHECK(sdc_quant_pick_type(NULL, "x.w", 2, k, SDC_TYPE_F16, SDC_TYPE_Q6_K) == SDC_TYPE_Q8_0,
+          "q6_K falls back to q8_0");
+    CHECK(sdc_quant_pick_type(NULL, "x.w", 2, o, SDC_TYPE_F16, SDC_TYPE_Q8_0) == SDC_TYPE_F16,
+          "300 columns: kept");
+    CHECK(sdc_quant_pick_type(NULL, "x.w", 2, s, SDC_TYPE_F16, SDC_TYPE_Q8_0) == SDC_TYPE_F16,
+          "small tensor kept");
+    CHECK(sdc_quant_pick_type(NULL, "m.net.final_layer.linear.weight", 2, m, SDC_TYPE_F16,
+                              SDC_TYPE_Q8_0) == SDC_TYPE_F16,
+          "final_layer kept");
+    CHECK(sdc_quant_pick_type(NULL, "m.net.txt_embedder.weight", 2, m, SDC_TYPE_F16,
+                              SDC_TYPE_Q8_0) == SDC_TYPE_Q8_0,
+          "txt_embedder is quantised (no substring accident)");
+    CHECK(sdc_quant_pick_type(NULL, "m.mask_token", 3, v, SDC_TYPE_F32, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F32,
+          "mask_token kept");
+    CHECK(sdc_quant_pick_type(NULL, "x.w", 2, m, SDC_TYPE_F16, -1) == SDC_TYPE_F16,
+          "no type: stored");
+    CHECK(sdc_quant_pick_type(NULL, "x.w", 2, m, SDC_TYPE_I32, SDC_TYPE_Q8_0) == SDC_TYPE_I32,
+          "integers kept");
+    sdc_quant_rules_free(r);
+    CHECK(sdc_quant_rules_parse("abc", &r) != SDC_OK && !r, "rule without '=' refused");
+    CHECK(sdc_quant_rules_parse("a=q9_9", &r) != SDC_OK, "unknown type refused: %s",
+          sdc_last_error());
+    CHECK(sdc_quant_rules_parse("a(=q8_0", &r) != SDC_OK, "bad regex refused: %s",
+          sdc_last_error());
+    CHECK(sdc_quant_rules_parse("a=q8_1", &r) != SDC_OK, "q8_1 is no weight type");
+    CHECK(sdc_quant_rules_parse(",,", &r) == SDC_OK && sdc_quant_rules_count(r) == 0,
+          "empty items ignored");
+    sdc_quant_rules_free(r);
+}
+
+int main(void) {
+    test_pick_rules();
+    sdc_st_file *gold;
+    CHECK(sdc_st_open(GOLDEN("gguf/quant_expected.safetensors"), &gold) == SDC_OK, "golden: %s",
+          sdc_last_error());
+    if (!gold) TEST_MAIN_END();
+    sdc_st_to_f32(sdc_st_find(gold, "m3x512.src"), g_src);
+    sdc_st_to_f32(sdc_st_find(gold, "m3x512.imatrix"), g_imp);
+    fill(g_big, 64 * 512, 1), fill(g_mid, 64 * 96, 2), fill(g_odd, 16 * 300, 3);
+    fill(g_norm, 512, 4), fill(g_bias, 3, 5), fill(g_fin, 16 * 512, 6), fill(g_t5, 32 * 256, 7);
+
+    char dit[512], t5[512], imat[512], out[512];
+    tmp_path(dit, sizeof dit, "dit.safetensors");
+    tmp_path(t5, sizeof t5, "t5.safetensors");
+    tmp_path(imat, sizeof imat, "imatrix.dat");
+    const char *dn[] = {"net.w.weight",
+                        "net.w.bias",
+                        "net.big.weight",
+                        "net.mid.weight",
+                        "net.odd.weight",
+                        "net.norm.weight",
+                        "net.final_layer.linear.weight"};
+    float *dd[] = {g_src, g_bias, g_big, g_mid, g_odd, g_norm, g_fin};
+    const int64_t ds[][2] = {{3, 512}, {3, 0}, {64, 512}, {64, 96}, {16, 300}, {512, 0}, {16, 512}};
+    const int dnd[] = {2, 1, 2, 2, 2, 1, 2};
+    write_st(dit, 7, dn, dd, ds, dnd);
+    const char *tn[] = {"encoder.block.0.layer.0.SelfAttention.q.weight"};
+    float *td[] = {g_t5};
+    const int64_t ts[][2] = {{32, 256}};
+    const int tnd[] = {2};
+    write_st(t5, 1, tn, td, ts, tnd);
+
+    /* every type, plain and with the golden importances, against ggml's bytes */
+    write_imatrix(imat, "model.diffusion_model.net.w.weight", g_imp, 512);
+    sdc_imatrix *im;
+    sdc_imatrix_create(&im);
+    CHECK(sdc_imatrix_load(im, imat) == SDC_OK, "load imatrix: %s", sdc_last_error());
+    for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
+        check_type(dit, k_types[i], NULL, gold);
+        check_type(dit, k_types[i], im, gold);
+    }
+
+    /* --type alone: the keep rule decides; two components, one GGUF, prefixes kept */
+    tmp_path(out, sizeof out, "multi.gguf");
+    sdc_convert_params p;
+    sdc_convert_params_init(&p);
+    p.diffusion_model_path = dit;
+    p.t5xxl_path = t5;
+    p.output_path = out;
+    p.type = SDC_TYPE_Q4_K;
+    CHECK(sdc_convert(&p) == SDC_OK, "multi convert: %s", sdc_last_error());
+    sdc_gguf_file *g = NULL;
+    CHECK(sdc_gguf_open(out, &g) == SDC_OK, "open multi: %s", sdc_last_error());
+    if (g) {
+        CHECK(sdc_gguf_tensor_count(g) == 8, "8 tensors, got %d", sdc_gguf_tensor_count(g));
+        static const struct {
+            const char *name;
+            sdc_type type;
+        } want[] = {
+            {"model.diffusion_model.net.w.weight", SDC_TYPE_F32}, /* small */
+            {"model.diffusion_model.net.w.bias", SDC_TYPE_F32},
+            {"model.diffusion_model.net.big.weight", SDC_TYPE_Q4_K},
+            {"model.diffusion_model.net.mid.weight", SDC_TYPE_Q5_0}, /* 96 columns */
+            {"model.diffusion_model.net.odd.weight", SDC_TYPE_F32},  /* 300 columns */
+            {"model.diffusion_model.net.norm.weight", SDC_TYPE_F32},
+            {"model.diffusion_model.net.final_layer.linear.weight", SDC_TYPE_F32},
+            {"text_encoders.t5xxl.transformer.encoder.block.0.layer.0.SelfAttention.q.weight",
+             SDC_TYPE_Q4_K},
+        };
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            const sdc_gguf_tensor *t = sdc_gguf_find_tensor(g, want[i].name);
+            CHECK(t && t->type == want[i].type, "%s: type %s, want %s", want[i].name,
+                  t ? sdc_type_name(t->type) : "missing", sdc_type_name(want[i].type));
+        }
+        const sdc_gguf_tensor *t = sdc_gguf_find_tensor(g, "model.diffusion_model.net.odd.weight");
+        CHECK(t && !memcmp(t->data, g_odd, sizeof g_odd), "kept tensor bytes unchanged");
+        uint64_t n = 0;
+        const void *arr = NULL;
+        CHECK(sdc_gguf_get_arr(g, "sdc.source.types", SDC_GGUF_STRING, &n, &arr) == SDC_OK &&
+                  n == 8 && !strcmp(((const char *const *)arr)[2], "F32"),
+              "source types recorded");
+        CHECK(sdc_gguf_get_arr(g, "sdc.source.files", SDC_GGUF_STRING, &n, &arr) == SDC_OK &&
+                  n == 2,
+              "source files recorded");
+        sdc_gguf_close(g);
+    }
+
+    /* safetensors output: f16 matrices, F32 vectors; quantised types refused */
+    tmp_path(out, sizeof out, "out.safetensors");
+    p.t5xxl_path = NULL;
+    p.type = SDC_TYPE_F16;
+    CHECK(sdc_convert(&p) == SDC_OK, "f16 safetensors: %s", sdc_last_error());
+    sdc_st_file *st = NULL;
+    CHECK(sdc_st_open(out, &st) == SDC_OK, "open out: %s", sdc_last_error());
+    if (st) {
+        const sdc_st_tensor *t = sdc_st_find(st, "model.diffusion_model.net.big.weight");
+        CHECK(t && t->dtype == SDC_ST_F16 && t->ndim == 2 && t->shape[0] == 64 &&
+                  t->shape[1] == 512,
+              "big.weight F16 [64,512]");
+        int bad = 0;
+        for (int i = 0; t && i < 64 * 512; i++) {
+            uint16_t h;
+            memcpy(&h, (const char *)t->data + 2 * i, 2);
+            bad += h != sdc_f32_to_fp16(g_big[i]);
+        }
+        CHECK(bad == 0, "f16 values: %d differ", bad);
+        t = sdc_st_find(st, "model.diffusion_model.net.norm.weight");
+        CHECK(t && t->dtype == SDC_ST_F32 && t->ndim == 1, "norm stays F32 1-D");
+        sdc_st_close(st);
+    }
+    p.type = SDC_TYPE_Q8_0;
+    CHECK(sdc_convert(&p) == SDC_ERR_INVALID_ARG, "q8_0 into safetensors refused");
+    printf("  refused: %s\n", sdc_last_error());
+    sdc_convert_params_init(&p);
+    p.output_path = out;
+    CHECK(sdc_convert(&p) == SDC_ERR_INVALID_ARG, "no input refused");
+    p.model_path = "/nonexistent/model.safetensors";
+    CHECK(sdc_convert(&p) != SDC_OK, "missing input refused");
+
+    /* --type on load with importances: in place, equal to the quantiser's output */
+    sdc_loader *l;
+    sdc_loader_create(&l);
+    sdc_loader_add_file(l, dit, "model.diffusion_model.");
+    sdc_converted_weights *cw = NULL;
+    CHECK(sdc_convert_loaded_weights(l, SDC_TYPE_Q4_0, "\\.w\\.weight$=q4_K", im, 2, &cw) == SDC_OK,
+          "convert on load: %s", sdc_last_error());
+    sdc_tensor *w = sdc_loader_find(l, "model.diffusion_model.net.w.weight");
+    sdc_tensor *big = sdc_loader_find(l, "model.diffusion_model.net.big.weight");
+    CHECK(w && w->type == SDC_TYPE_Q4_K && big && big->type == SDC_TYPE_Q4_0,
+          "types after load conversion");
+    if (w && w->type == SDC_TYPE_Q4_K) {
+        const sdc_st_tensor *q = sdc_st_find(gold, "m3x512.q4_K.imatrix.q");
+        CHECK(q && !memcmp(w->data, q->data, q->nbytes), "on-load q4_K with imatrix = ggml");
+    }
+    sdc_loader_free(l);
+    sdc_converted_weights_free(cw);
+
+    sdc_imatrix_free(im);
+    sdc_st_close(gold);
+    remove(dit), remove(t5), remove(imat);
+    tmp_path(out, sizeof out, "type.gguf"), remove(out);
+    tmp_path(out, sizeof out, "multi.gguf"), remove(out);
+    tmp_path(out, sizeof out, "out.safetensors"), remove(out);
+    TEST_MAIN_END();
+}
