@@ -404,6 +404,9 @@ static void cancel_locked(sdc_srv_jobs *q, sdc_srv_job *j) {
 sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*still_wanted)(void *),
                                     void *user) {
     pthread_mutex_lock(&q->mu);
+    /* the client is checked every 100 ms, by the clock: other jobs finishing wake this
+     * thread too, and must not postpone the check */
+    double next_check = mono_now() + 0.1;
     while (!is_finished(j)) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -412,8 +415,9 @@ sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*stil
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        int rc = pthread_cond_timedwait(&q->done_cv, &q->mu, &until);
-        if (rc == ETIMEDOUT && still_wanted && !is_finished(j)) {
+        pthread_cond_timedwait(&q->done_cv, &q->mu, &until);
+        if (still_wanted && !is_finished(j) && mono_now() >= next_check) {
+            next_check = mono_now() + 0.1;
             pthread_mutex_unlock(&q->mu); /* the check may take a syscall */
             bool wanted = still_wanted(user);
             pthread_mutex_lock(&q->mu);
