@@ -12,7 +12,7 @@
 #include "io/image.h"
 
 /* A zTXt/iCCP chunk may not expand beyond this (defends against compression bombs). */
-#define PNG_CHUNK_MALLOC_MAX (64u << 20)
+#define PNG_CHUNK_MALLOC_MAX (4u << 20) /* ancillary chunks (text, ICC) are small */
 /* Files larger than this are not PNG images we would want to read. */
 #define PNG_FILE_MAX (1024L << 20)
 
@@ -143,6 +143,8 @@ static int decode_png(png_structp png, png_infop info, mem_reader *r, png_decode
     png_uint_32 w = 0, h = 0;
     int depth = 0, color = 0, interlace = 0;
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+    /* a few bytes of deflate can claim gigapixels: cap the decoded size */
+    if ((uint64_t)w * h > SDC_PNG_MAX_PIXELS) png_error(png, "image has too many pixels");
 
     /* Normalise every layout to 8-bit RGB. */
     if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
@@ -170,6 +172,28 @@ static int decode_png(png_structp png, png_infop info, mem_reader *r, png_decode
     return 0;
 }
 
+/* Walks the chunk list before libpng sees it: libpng sizes some chunk buffers from the
+ * declared length, so a few bytes claiming a 2 GB chunk would cost a 2 GB allocation. */
+static sdc_status check_chunks(const uint8_t *p, size_t size, const char *label) {
+    size_t pos = 8;
+    while (pos + 8 <= size) {
+        uint32_t len = (uint32_t)p[pos] << 24 | (uint32_t)p[pos + 1] << 16 |
+                       (uint32_t)p[pos + 2] << 8 | p[pos + 3];
+        char type[5] = {(char)p[pos + 4], (char)p[pos + 5], (char)p[pos + 6], (char)p[pos + 7], 0};
+        for (int i = 0; i < 4; i++)
+            if (!((type[i] >= 'a' && type[i] <= 'z') || (type[i] >= 'A' && type[i] <= 'Z')))
+                type[i] = '?';
+        if (len > size - pos - 8 || size - pos - 8 - len < 4)
+            return sdc_fail(SDC_ERR_FORMAT,
+                            "%s: invalid PNG: chunk '%s' of %u bytes at offset %zu "
+                            "runs past the end of the file (%zu bytes)",
+                            label, type, len, pos, size);
+        if (!memcmp(type, "IEND", 4)) return SDC_OK;
+        pos += 12 + (size_t)len;
+    }
+    return SDC_OK; /* no IEND: libpng reports what is missing */
+}
+
 sdc_status sdc_png_read_memory(const void *data, size_t size, const char *label, uint8_t **rgb,
                                int *w, int *h) {
     if (!label) label = "<memory>";
@@ -179,6 +203,8 @@ sdc_status sdc_png_read_memory(const void *data, size_t size, const char *label,
     if (!data && size) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: null data", label);
     if (size < 8 || png_sig_cmp((png_const_bytep)data, 0, 8) != 0)
         return sdc_fail(SDC_ERR_FORMAT, "%s: not a PNG file (bad signature)", label);
+    sdc_status cs = check_chunks(data, size, label);
+    if (cs != SDC_OK) return cs;
 
     png_err err = {{0}};
     png_structp png =
