@@ -7,6 +7,7 @@
 
 #include "core/quant.h"
 #include "core/types.h"
+#include "cpu/cpu_features.h"
 #include "io/gguf.h"
 #include "io/model_loader.h"
 #include "io/safetensors.h"
@@ -273,8 +274,72 @@ static void test_sdcpp_style_gguf(void) {
     remove(path);
 }
 
+/* The AVX2 grid search (quant_search_avx2.c) gives the scalar bytes, plain and with
+ * importances, on data shaped to hit every branch (offset refits, flat groups, outliers). */
+static void test_search_simd_matches_scalar(void) {
+    if (sdc_cpu_isa_supported() < SDC_ISA_AVX2) {
+        printf("  search simd: no AVX2, skipped\n");
+        return;
+    }
+    enum { ROWS = 96, COLS = 512 };
+    static float x[ROWS * COLS], imp[COLS];
+    static uint8_t a[ROWS * COLS], b[ROWS * COLS];
+    unsigned long long seed = 4242;
+    for (int r = 0; r < ROWS; r++)
+        for (int j = 0; j < COLS; j++) {
+            float v = t_randf(&seed);
+            switch (r % 8) {
+            case 0:
+                break; /* uniform */
+            case 1:
+                v = v * v * v * 10;
+                break; /* heavy tails */
+            case 2:
+                v = fabsf(v) + 0.5f;
+                break; /* all positive */
+            case 3:
+                v = (j % 37 == 0) ? 40 * v : 0.01f * v;
+                break; /* outliers */
+            case 4:
+                v = (j / 32) % 2 ? 0 : v;
+                break; /* flat groups */
+            case 5:
+                v = -fabsf(v) - 1;
+                break; /* all negative */
+            case 6:
+                v = 1e-3f * (float)(j % 5);
+                break; /* few levels */
+            default:
+                v = (float)(j % 16) / 15.0f + 0.001f * v; /* on a grid */
+            }
+            x[r * COLS + j] = v;
+        }
+    for (int j = 0; j < COLS; j++) imp[j] = 0.1f + fabsf(t_randf(&seed)) * (j % 7 ? 1 : 20);
+    static const char *const types[] = {"q4_K", "q5_K", "q2_K", "q4_1", "q5_1", "q3_K"};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const sdc_type_traits *tr = sdc_type_get(sdc_type_from_name(types[t]));
+        size_t rb = sdc_type_row_bytes(sdc_type_from_name(types[t]), COLS);
+        for (int use = 0; use < 2; use++) {
+            sdc_cpu_set_isa(SDC_ISA_SCALAR);
+            for (int r = 0; r < ROWS; r++)
+                tr->from_float(x + r * COLS, a + r * rb, COLS, use ? imp : NULL);
+            sdc_cpu_set_isa(SDC_ISA_AVX2);
+            for (int r = 0; r < ROWS; r++)
+                tr->from_float(x + r * COLS, b + r * rb, COLS, use ? imp : NULL);
+            size_t diff = 0;
+            for (size_t i = 0; i < rb * ROWS; i++) diff += a[i] != b[i];
+            CHECK(diff == 0, "%s %s: %zu bytes differ between scalar and AVX2 search", types[t],
+                  use ? "imatrix" : "plain", diff);
+            printf("  search simd %s %-7s: %zu/%zu bytes differ\n", types[t],
+                   use ? "imatrix" : "plain", diff, rb * ROWS);
+        }
+    }
+    sdc_cpu_set_isa(sdc_cpu_isa_supported());
+}
+
 int main(void) {
     test_pick_rules();
+    test_search_simd_matches_scalar();
     test_sdcpp_style_gguf();
     sdc_st_file *gold;
     CHECK(sdc_st_open(GOLDEN("gguf/quant_expected.safetensors"), &gold) == SDC_OK, "golden: %s",
