@@ -139,6 +139,33 @@ static const float *weight_panel(const sdc_tensor *w, const conv_geom *c, int64_
     return panel;
 }
 
+/* Depthwise (one input and one output channel per group): out[p] += sum of taps, done
+ * directly, tap by tap over runs of an output row (no im2col; the inner loop is a
+ * strided axpy the compiler vectorises). wk: the kw*kh taps in F32. */
+static void depthwise_range(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t ch,
+                            int64_t pix0, int64_t pix1, const float *wk, float *out) {
+    for (int64_t p = pix0; p < pix1;) {
+        const int64_t oy = p / c->ow, oxa = p % c->ow;
+        const int64_t oxb = pix1 - oy * c->ow < c->ow ? pix1 - oy * c->ow : c->ow;
+        float *o = out + oy * c->ow;
+        for (int64_t ky = 0; ky < c->kh; ky++) {
+            const int64_t iy = oy * c->sy - c->py + ky * c->dy;
+            if (iy < 0 || iy >= c->ih) continue;
+            const float *xr = (const float *)sdc_row_ptr(x, iy, ch, n);
+            for (int64_t kx = 0; kx < c->kw; kx++) {
+                /* output columns whose input column ox*sx - px + kx*dx lies in [0, iw) */
+                const int64_t off = kx * c->dx - c->px, top = c->iw - 1 - off;
+                int64_t lo = off >= 0 ? 0 : (-off + c->sx - 1) / c->sx;
+                int64_t hi = top < 0 ? 0 : top / c->sx + 1;
+                lo = lo > oxa ? lo : oxa, hi = hi < oxb ? hi : oxb;
+                const float wv = wk[ky * c->kw + kx];
+                for (int64_t ox = lo; ox < hi; ox++) o[ox] += wv * xr[ox * c->sx + off];
+            }
+        }
+        p = oy * c->ow + oxb;
+    }
+}
+
 void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
     const sdc_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
     const conv_geom c = get_geom(dst);
@@ -147,6 +174,8 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
     float *panel = (float *)((base + 63) & ~(uintptr_t)63);
     float *col = panel + (size_t)CONV_MC * CONV_KC;
     const int64_t plane = (int64_t)(dst->nb[2] / sizeof(float));
+    const bool depthwise =
+        c.cin_g == 1 && c.cout_g == 1 && c.kdim <= c.kstep && x->nb[0] == sizeof(float);
 
     int64_t lo, hi;
     /* units: (batch, group, block of CONV_MC output channels, pixel tile); a thread walks
@@ -166,6 +195,12 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
             float *out = (float *)sdc_row_ptr(dst, 0, co, n) + pix0;
             const float b = bias ? ((const float *)bias->data)[co] : 0.0f;
             for (int64_t i = 0; i < pix1 - pix0; i++) out[i] = b;
+        }
+        if (depthwise) {
+            int64_t lda;
+            const float *wk = weight_panel(w, &c, co0, 1, 0, c.kdim, panel, &lda);
+            depthwise_range(x, &c, n, g, pix0, pix1, wk, (float *)sdc_row_ptr(dst, 0, co0, n));
+            continue;
         }
         for (int64_t k0 = 0; k0 < c.kdim; k0 += c.kstep) {
             const int64_t kc = c.kdim - k0 < c.kstep ? c.kdim - k0 : c.kstep;

@@ -9,7 +9,8 @@
 static inline __m256 sdc_exp256(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-87.3f);
     __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), lo);
+    /* constant first: min/max return the second operand for NaN, which then propagates */
+    x = _mm256_max_ps(lo, _mm256_min_ps(_mm256_set1_ps(88.0f), x));
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     /* r = x - n*ln2 in two steps so r keeps full precision */

@@ -2,6 +2,7 @@
  * the bytes still left in the file before anything is allocated for it, and every
  * tensor is checked (type, shape, size, alignment, bounds, overlap) before open returns.
  * Values are read as little-endian; we only build for little-endian hosts. */
+#include "io/file_map.h"
 #include "io/gguf.h"
 
 #include "io/name_index.h"
@@ -492,32 +493,19 @@ sdc_status sdc_gguf_open_memory(const void *data, size_t size, const char *label
 
 sdc_status sdc_gguf_open(const char *path, sdc_gguf_file **out) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return sdc_fail(SDC_ERR_IO, "%s: not a regular file", path);
-    }
+    void *map;
+    size_t size;
+    sdc_status ms = sdc_map_file(path, &map, &size);
+    if (ms != SDC_OK) return ms;
     sdc_gguf_file *f = new_file(path);
     if (!f) {
-        close(fd);
+        sdc_unmap_file(map, size);
         return sdc_fail(SDC_ERR_NO_MEMORY, "out of memory");
     }
-    f->size = (size_t)sb.st_size;
-    if (f->size) {
-        void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            sdc_gguf_close(f);
-            return sdc_fail(SDC_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
-        }
-        f->map = m;
-        f->map_size = f->size;
-        f->image = m;
-    }
-    close(fd);
+    f->size = size;
+    f->map = map;
+    f->map_size = size;
+    f->image = map;
     sdc_status st = parse(f);
     if (st) {
         sdc_gguf_close(f);
@@ -529,7 +517,7 @@ sdc_status sdc_gguf_open(const char *path, sdc_gguf_file **out) {
 
 void sdc_gguf_close(sdc_gguf_file *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->map_size);
+    sdc_unmap_file(f->map, f->map_size);
     sdc_name_index_free(&f->kv_index);
     sdc_name_index_free(&f->tensor_index);
     arena_free(f->arena);

@@ -3,6 +3,7 @@
  * knows what safetensors needs, so that every error can name the tensor and the
  * byte where it went wrong. Nothing in the data section is read before the whole
  * header has been validated. */
+#include "io/file_map.h"
 #include "io/safetensors.h"
 
 #include "core/fp16.h"
@@ -679,32 +680,19 @@ sdc_status sdc_st_open_memory(const void *data, size_t size, const char *label, 
 
 sdc_status sdc_st_open(const char *path, sdc_st_file **out) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return sdc_fail(SDC_ERR_IO, "%s: not a regular file", path);
-    }
+    void *map;
+    size_t size;
+    sdc_status ms = sdc_map_file(path, &map, &size);
+    if (ms != SDC_OK) return ms;
     sdc_st_file *f = new_file(path);
     if (!f) {
-        close(fd);
+        sdc_unmap_file(map, size);
         return sdc_fail(SDC_ERR_NO_MEMORY, "out of memory");
     }
-    f->size = (size_t)sb.st_size;
-    if (f->size > 0) {
-        void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            sdc_st_close(f);
-            return sdc_fail(SDC_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
-        }
-        f->map = m;
-        f->map_size = f->size;
-        f->image = m;
-    }
-    close(fd);
+    f->size = size;
+    f->map = map;
+    f->map_size = size;
+    f->image = map;
     sdc_status st = open_image(f);
     if (st) {
         sdc_st_close(f);
@@ -716,7 +704,7 @@ sdc_status sdc_st_open(const char *path, sdc_st_file **out) {
 
 void sdc_st_close(sdc_st_file *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->map_size);
+    sdc_unmap_file(f->map, f->map_size);
     free(f->tensors);
     free(f->hash);
     free(f->meta);

@@ -24,7 +24,8 @@ static inline sdc_tensor *t_new(sdc_type type, int64_t n0, int64_t n1, int64_t n
 }
 
 /* A header viewing `a`'s data (not owning it). */
-static inline sdc_tensor *t_view(const sdc_tensor *a, const int64_t *ne, const size_t *nb, size_t off) {
+static inline sdc_tensor *t_view(const sdc_tensor *a, const int64_t *ne, const size_t *nb,
+                                 size_t off) {
     sdc_tensor *t = calloc(1, sizeof *t);
     t->type = a->type;
     for (int i = 0; i < 4; i++) t->ne[i] = ne[i], t->nb[i] = nb[i];
@@ -90,7 +91,7 @@ static inline void t_fill(sdc_tensor *t, double lo, double hi) {
 
 /* A new contiguous output node of op with sources. */
 static inline sdc_tensor *t_node(sdc_op op, sdc_type type, const int64_t *ne, sdc_tensor *s0,
-                          sdc_tensor *s1, sdc_tensor *s2, sdc_tensor *s3) {
+                                 sdc_tensor *s1, sdc_tensor *s2, sdc_tensor *s3) {
     sdc_tensor *t = t_new(type, ne[0], ne[1], ne[2], ne[3]);
     t->op = op;
     t->src[0] = s0, t->src[1] = s1, t->src[2] = s2, t->src[3] = s3;

@@ -84,10 +84,14 @@ int main(void) {
         {15, 12, 4, 1, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, SDC_TYPE_BF16, 0, 0},   /* dilation 2 */
         {9, 8, 12, 2, 3, 3, 8, 1, 2, 1, 0, 1, 1, 4, SDC_TYPE_F32, 1, 0},     /* groups 4 */
         {10, 10, 16, 1, 3, 3, 16, 1, 1, 1, 1, 1, 1, 16, SDC_TYPE_F16, 1, 0}, /* depthwise */
-        {7, 5, 300, 1, 1, 1, 270, 1, 1, 0, 0, 1, 1, 1, SDC_TYPE_F32, 1, 0},  /* 1x1, >256 out */
-        {8, 6, 32, 1, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, SDC_TYPE_Q8_0, 1, 0},    /* quantised */
-        {6, 7, 64, 1, 2, 2, 3, 2, 2, 0, 0, 1, 1, 1, SDC_TYPE_Q4_K, 0, 0},    /* k-quant, k=256 */
-        {5, 4, 3, 1, 5, 4, 2, 1, 3, 2, 1, 1, 1, 1, SDC_TYPE_F32, 0, 1},      /* kernel ~ input */
+        /* depthwise direct path: tiles starting mid-row, stride 2 + dilation 2, 5x3 taps */
+        {23, 19, 5, 2, 3, 3, 5, 1, 1, 1, 1, 1, 1, 5, SDC_TYPE_F32, 1, 0},
+        {23, 19, 6, 1, 5, 3, 6, 2, 2, 3, 1, 2, 1, 6, SDC_TYPE_BF16, 0, 0},
+        {17, 9, 4, 1, 3, 3, 4, 2, 1, 0, 2, 1, 2, 4, SDC_TYPE_F32, 1, 1},    /* strided x: im2col */
+        {7, 5, 300, 1, 1, 1, 270, 1, 1, 0, 0, 1, 1, 1, SDC_TYPE_F32, 1, 0}, /* 1x1, >256 out */
+        {8, 6, 32, 1, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, SDC_TYPE_Q8_0, 1, 0},   /* quantised */
+        {6, 7, 64, 1, 2, 2, 3, 2, 2, 0, 0, 1, 1, 1, SDC_TYPE_Q4_K, 0, 0},   /* k-quant, k=256 */
+        {5, 4, 3, 1, 5, 4, 2, 1, 3, 2, 1, 1, 1, 1, SDC_TYPE_F32, 0, 1},     /* kernel ~ input */
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
     TEST_MAIN_END();

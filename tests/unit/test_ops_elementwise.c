@@ -157,9 +157,35 @@ static void test_unary(void) {
     sdc_cpu_set_isa(SDC_ISA_AVX512);
 }
 
+/* NaN inputs stay NaN on every path; -inf gives exp and sigmoid ~0 (the vector exp
+ * saturates at e^88, so sigmoid(-inf) is 6e-39 there). */
+static void test_unary_nan(void) {
+    const sdc_op ops[4] = {SDC_OP_EXP, SDC_OP_SIGMOID, SDC_OP_GELU, SDC_OP_SILU};
+    const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
+    for (int ii = 0; ii < (sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1); ii++) {
+        sdc_cpu_set_isa(isas[ii]);
+        for (int oi = 0; oi < 4; oi++) {
+            sdc_tensor *a = t_new(SDC_TYPE_F32, 16, 1, 1, 1);
+            t_fill(a, -1, 1);
+            ((float *)a->data)[3] = NAN, ((float *)a->data)[9] = -INFINITY;
+            sdc_tensor *d = t_node(ops[oi], SDC_TYPE_F32, a->ne, a, NULL, NULL, NULL);
+            t_run(d, 1);
+            const float *o = d->data;
+            CHECK(isnan(o[3]), "op %d isa %d: NaN in, %g out", (int)ops[oi], ii, o[3]);
+            if (ops[oi] == SDC_OP_EXP || ops[oi] == SDC_OP_SIGMOID)
+                CHECK(o[9] >= 0.0f && o[9] < 1e-30f, "op %d isa %d: -inf in, %g out", (int)ops[oi],
+                      ii, o[9]);
+            t_free(d), t_free(a);
+        }
+    }
+    printf("unary NaN/-inf propagation checked\n");
+    sdc_cpu_set_isa(SDC_ISA_AVX512);
+}
+
 int main(void) {
     test_binary();
     test_binary_long_f16();
     test_unary();
+    test_unary_nan();
     TEST_MAIN_END();
 }

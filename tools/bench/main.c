@@ -1,6 +1,6 @@
 /* sdc-bench: measures this machine's FMA peak, GEMM throughput per weight type and
  * attention throughput, on 1 and N threads. Figures only; nothing here is a test.
- *   sdc-bench [-t N] [--quick] [filter...]
+ *   sdc-bench [-t N] [--quick] [--cpu-time] [filter...]
  * A filter selects GEMM/attention rows whose label contains it ("q4_K", "1280x", "attn"). */
 #include <math.h>
 #include <stdio.h>
@@ -170,6 +170,10 @@ static void *make_weights(sdc_type t, int64_t k, int64_t n) {
     const sdc_type_traits *tr = sdc_type_get(t);
     size_t bytes = sdc_type_row_bytes(t, k) * (size_t)n;
     unsigned char *d = malloc(bytes);
+    if (!d) {
+        fprintf(stderr, "sdc-bench: out of memory\n");
+        exit(1);
+    }
     if (t == SDC_TYPE_F32) {
         for (int64_t i = 0; i < k * n; i++) ((float *)d)[i] = randf();
     } else if (t == SDC_TYPE_F16) {
@@ -203,11 +207,10 @@ static void bench_gemm(int nth, double peak1, double peakn) {
         {1280, 768, 2304}, {1280, 2048, 768}, {256, 1024, 2816}, {4096, 320, 320}}; /* M, K, N */
     printf("\nGEMM dst[M,N] = x[M,K] w[N,K]^T, GFLOP/s (%% of measured FMA peak), ISA %s\n",
            sdc_isa_name(sdc_cpu_isa()));
-    printf("%-6s %-16s %9s %6s %9s %6s %8s\n", "weight", "MxKxN", "1 thread", "%peak", "", "%peak",
-           "speedup");
     char hdr[32];
-    snprintf(hdr, sizeof hdr, "%d threads", nth);
-    printf("%-6s %-16s %9s %6s %9s %6s %8s\n", "", "", "", "", hdr, "", "");
+    snprintf(hdr, sizeof hdr, "%d thr", nth);
+    printf("%-6s %-16s %9s %6s %9s %6s %8s\n", "weight", "MxKxN", "1 thr", "%peak", hdr, "%peak",
+           "speedup");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             int64_t M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
@@ -261,8 +264,10 @@ static void bench_attention(int nth, double peak1, double peakn) {
         if (!header) {
             printf("\nattention q,k,v F32 [D=%lld, L, H=%lld], no mask, GFLOP/s (4*L*L*D*H)\n",
                    (long long)D, (long long)H);
-            printf("%-16s %9s %6s %9s %6s %8s\n", "shape", "1 thread", "%peak", "n threads",
-                   "%peak", "speedup");
+            char hdr[32];
+            snprintf(hdr, sizeof hdr, "%d thr", nth);
+            printf("%-16s %9s %6s %9s %6s %8s\n", "shape", "1 thr", "%peak", hdr, "%peak",
+                   "speedup");
             header = 1;
         }
         sdc_tensor q = {0}, k = {0}, v = {0}, dst = {0};

@@ -1,0 +1,296 @@
+/* sdc-server request parsing (tools/server/request.c, base64.c): RFC 4648 base64 test
+ * vectors, each API family's fields against the values written into the request, the
+ * A1111 label tables, sd_cpp_extra_args, multipart edits, image resizing against a
+ * double-precision bilinear reference, and the 400 cases. */
+#include "test_util.h"
+
+#include <stdint.h>
+
+#include "../tools/server/base64.c"
+#include "../tools/server/cli_shared.c"
+#include "../tools/server/png_encode.c"
+#include "../tools/server/request.c"
+
+static sdc_srv_defaults g_d;
+
+static int parse(sdc_srv_api api, const char *body, sdc_srv_request *r, char *err) {
+    return sdc_srv_parse_json(api, body, strlen(body), &g_d, r, err, 256);
+}
+
+/* A PNG of w x h with pixel (x, y, c) = (x * 40 + y * 25 + c * 60) % 256, via our encoder. */
+static uint8_t *make_png(int w, int h, size_t *size, uint8_t **pixels) {
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++)
+                px[(y * w + x) * 3 + c] = (uint8_t)((x * 40 + y * 25 + c * 60) % 256);
+    sdc_image img = {(uint32_t)w, (uint32_t)h, 3, px, 0};
+    uint8_t *png = sdc_srv_png_encode(&img, "Steps: 1", size);
+    *pixels = px;
+    return png;
+}
+
+static void test_base64(void) {
+    static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    static const char *const coded[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                        "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+    int bad = 0;
+    for (int i = 0; i < 7; i++) {
+        char *e = sdc_srv_base64_encode((const uint8_t *)plain[i], strlen(plain[i]));
+        size_t n = 0;
+        uint8_t *d = sdc_srv_base64_decode(coded[i], strlen(coded[i]), &n);
+        if (!e || strcmp(e, coded[i]) || !d || n != strlen(plain[i]) || memcmp(d, plain[i], n))
+            bad++;
+        free(e);
+        free(d);
+    }
+    CHECK(bad == 0, "RFC 4648 vectors: %d of 7 wrong", bad);
+    size_t n = 0;
+    uint8_t *d = sdc_srv_base64_decode("data:image/png;base64,Zm9v\nYmE", 30, &n);
+    CHECK(d && n == 5 && !memcmp(d, "fooba", 5), "data URL, newline, no padding");
+    free(d);
+    d = sdc_srv_base64_decode("Zm9v!", 5, &n);
+    CHECK(!d, "a stray '!' is rejected");
+    d = sdc_srv_base64_decode("Zg==Zg", 6, &n);
+    CHECK(!d, "data after padding is rejected");
+    d = sdc_srv_base64_decode("Z", 1, &n);
+    CHECK(!d, "a lone sextet is rejected");
+    printf("base64: 7 RFC 4648 vectors and 4 edge cases compared\n");
+}
+
+static void test_sdcpp(void) {
+    sdc_srv_request r;
+    char err[256];
+    int rc =
+        parse(SDC_SRV_API_SDCPP,
+              "{\"prompt\":\"a cat\",\"negative_prompt\":\"blur\",\"width\":64,\"height\":32,"
+              "\"seed\":-7,\"batch_count\":3,\"strength\":0.5,\"sample_params\":{\"scheduler\":"
+              "\"normal\",\"sample_method\":\"dpm++2m\",\"sample_steps\":9,\"eta\":0.25,"
+              "\"guidance\":{\"txt_cfg\":3.5}}}",
+              &r, err);
+    CHECK(rc == 0, "sdcpp basic: %d %s", rc, err);
+    CHECK(!strcmp(r.prompt, "a cat") && !strcmp(r.negative_prompt, "blur"), "prompts");
+    CHECK(r.width == 64 && r.height == 32 && r.seed == -7 && r.batch_count == 3,
+          "sizes/seed/batch");
+    CHECK(r.steps == 9 && r.cfg_scale == 3.5f && r.eta == 0.25f && r.strength == 0.5f,
+          "sampling numbers");
+    CHECK(!strcmp(r.sampler, "dpm++2m") && !strcmp(r.scheduler, "discrete"), "names: %s %s",
+          r.sampler, r.scheduler);
+    sdc_srv_request_free(&r);
+
+    rc = parse(SDC_SRV_API_SDCPP, "{}", &r, err);
+    CHECK(rc == 0 && r.width == g_d.width && r.steps == g_d.steps && r.seed == g_d.seed &&
+              r.cfg_scale == g_d.cfg_scale && isnan(r.eta),
+          "empty object takes the server defaults");
+    sdc_srv_request_free(&r);
+
+    static const char *const bad[] = {
+        "",
+        "{",
+        "[]",
+        "{\"width\":\"64\"}",
+        "{\"width\":64.5}",
+        "{\"width\":70}",
+        "{\"width\":0}",
+        "{\"height\":8192}",
+        "{\"seed\":\"1\"}",
+        "{\"sample_params\":{\"sample_steps\":0}}",
+        "{\"sample_params\":{\"sample_steps\":151}}",
+        "{\"sample_params\":{\"sample_method\":\"nope\"}}",
+        "{\"sample_params\":[]}",
+        "{\"batch_count\":9}",
+        "{\"strength\":0}",
+        "{\"strength\":1.5}",
+        "{\"lora\":[{\"path\":\"x\"}]}",
+        "{\"hires\":{\"enabled\":true}}",
+        "{\"output_format\":\"webp\"}",
+        "{\"init_image\":\"@@@\"}",
+        "{\"init_image\":\"Zm9vYmFy\"}",
+        "{\"mask_image\":\"Zm9vYmFy\"}",
+        "{\"prompt\":\"x<sd_cpp_extra_args>{}</sd_cpp_extra_args>\"}",
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = parse(SDC_SRV_API_SDCPP, bad[i], &r, err);
+        if (rc != 400 || !err[0]) {
+            wrong++;
+            fprintf(stderr, "  expected 400 for %s, got %d\n", bad[i], rc);
+        }
+        sdc_srv_request_free(&r);
+    }
+    CHECK(wrong == 0, "%d of %zu invalid sdcpp bodies not refused", wrong,
+          sizeof bad / sizeof bad[0]);
+    printf("sdcpp: fields, defaults and %zu invalid bodies checked\n", sizeof bad / sizeof bad[0]);
+}
+
+static void test_openai_and_extra(void) {
+    sdc_srv_request r;
+    char err[256];
+    int rc = parse(SDC_SRV_API_OPENAI_GENERATE,
+                   "{\"prompt\":\"a <sd_cpp_extra_args>{\\\"seed\\\":5,\\\"sample_params\\\":"
+                   "{\\\"sample_steps\\\":3}}</sd_cpp_extra_args>cat\",\"n\":2,\"size\":\"48x64\","
+                   "\"model\":\"whatever\",\"quality\":\"hd\"}",
+                   &r, err);
+    CHECK(rc == 0, "openai generate: %d %s", rc, err);
+    CHECK(!strcmp(r.prompt, "a cat") && r.seed == 5 && r.steps == 3,
+          "extra args applied, cut: '%s'", r.prompt);
+    CHECK(r.batch_count == 2 && r.width == 48 && r.height == 64, "n and size");
+    sdc_srv_request_free(&r);
+    static const char *const bad[] = {
+        "{\"n\":1}",
+        "{\"prompt\":1}",
+        "{\"prompt\":\"a\",\"size\":\"48*64\"}",
+        "{\"prompt\":\"a\",\"size\":\"x64\"}",
+        "{\"prompt\":\"a\",\"output_format\":\"jpeg\"}",
+        "{\"prompt\":\"a\",\"response_format\":\"url\"}",
+        "{\"prompt\":\"a\",\"n\":0}",
+        "{\"prompt\":\"a<sd_cpp_extra_args>{\"}",
+        "{\"prompt\":\"a<sd_cpp_extra_args>{bad}</sd_cpp_extra_args>\"}",
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = parse(SDC_SRV_API_OPENAI_GENERATE, bad[i], &r, err);
+        if (rc != 400) {
+            wrong++;
+            fprintf(stderr, "  expected 400 for %s, got %d\n", bad[i], rc);
+        }
+        sdc_srv_request_free(&r);
+    }
+    CHECK(wrong == 0, "%d invalid OpenAI bodies not refused", wrong);
+}
+
+static void test_sdapi_names(void) {
+    const char *sched = NULL;
+    CHECK(!strcmp(sdc_srv_sampler_from_label("Euler a", &sched), "euler_a"), "Euler a");
+    CHECK(!strcmp(sdc_srv_sampler_from_label("k_dpmpp_2m", &sched), "dpm++2m"), "k_dpmpp_2m");
+    sched = NULL;
+    CHECK(!strcmp(sdc_srv_sampler_from_label("DPM++ 2M Karras", &sched), "dpm++2m") && sched &&
+              !strcmp(sched, "karras"),
+          "DPM++ 2M Karras");
+    CHECK(!strcmp(sdc_srv_sampler_from_label("DDIM", NULL), "ddim_trailing"), "DDIM");
+    CHECK(sdc_srv_sampler_from_label("nope", NULL) == NULL, "unknown sampler");
+    CHECK(!strcmp(sdc_srv_scheduler_from_label("SGM Uniform"), "sgm_uniform"), "SGM Uniform");
+    CHECK(!strcmp(sdc_srv_scheduler_from_label("Automatic"), ""), "Automatic");
+    CHECK(!strcmp(sdc_srv_scheduler_from_label("Align Your Steps"), "ays"), "AYS");
+    CHECK(sdc_srv_scheduler_from_label("nope") == NULL, "unknown scheduler");
+
+    sdc_srv_request r;
+    char err[256];
+    int rc =
+        parse(SDC_SRV_API_SDAPI_TXT2IMG,
+              "{\"prompt\":\"p\",\"negative_prompt\":\"n\",\"width\":48,\"height\":32,\"steps\":2,"
+              "\"cfg_scale\":4.5,\"seed\":9,\"batch_size\":2,\"n_iter\":3,\"sampler_name\":"
+              "\"DPM++ 2M Karras\",\"scheduler\":\"Automatic\",\"denoising_strength\":0.3}",
+              &r, err);
+    CHECK(rc == 0 && r.batch_count == 6 && r.steps == 2 && r.cfg_scale == 4.5f && r.seed == 9 &&
+              r.width == 48 && !strcmp(r.sampler, "dpm++2m") && !strcmp(r.scheduler, "karras") &&
+              r.strength == g_d.strength,
+          "sdapi txt2img fields (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG, "{\"prompt\":\"\"}", &r, err);
+    CHECK(rc == 400, "sdapi: empty prompt refused");
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG, "{\"prompt\":\"a\",\"enable_hr\":true}", &r, err);
+    CHECK(rc == 400, "sdapi: highres fix refused");
+    sdc_srv_request_free(&r);
+}
+
+/* img2img: the init image is resized to the requested size; compare to a bilinear
+ * reference in double precision (half-pixel centres, edge clamped). */
+static void test_images(void) {
+    size_t png_n = 0;
+    uint8_t *px = NULL;
+    uint8_t *png = make_png(5, 3, &png_n, &px);
+    char *b64 = sdc_srv_base64_encode(png, png_n);
+    size_t body_cap = strlen(b64) * 2 + 256;
+    char *body = malloc(body_cap);
+    snprintf(
+        body, body_cap,
+        "{\"prompt\":\"p\",\"init_images\":[\"%s\"],\"mask\":\"%s\",\"inpainting_mask_invert\":"
+        "true,\"denoising_strength\":1.7,\"width\":16,\"height\":8}",
+        b64, b64);
+    sdc_srv_request r;
+    char err[256];
+    int rc = parse(SDC_SRV_API_SDAPI_IMG2IMG, body, &r, err);
+    CHECK(rc == 0, "sdapi img2img: %d %s", rc, err);
+    double max_err = 0, max_mask_err = 0;
+    if (rc == 0) {
+        CHECK(r.init_w == 16 && r.init_h == 8 && r.mask_w == 16 && r.mask_h == 8,
+              "resized to 16x8");
+        CHECK(r.strength == 1.0f, "denoising_strength clamped to 1 (got %g)", (double)r.strength);
+        for (int y = 0; y < 8; y++)
+            for (int x = 0; x < 16; x++)
+                for (int c = 0; c < 3; c++) {
+                    double fy = fmax(0, (y + 0.5) * 3 / 8 - 0.5),
+                           fx = fmax(0, (x + 0.5) * 5 / 16 - 0.5);
+                    int y0 = (int)fy, x0 = (int)fx, y1 = y0 + 1 < 3 ? y0 + 1 : 2,
+                        x1 = x0 + 1 < 5 ? x0 + 1 : 4;
+                    double wy = fy - y0, wx = fx - x0;
+#define P(yy, xx) ((double)px[((yy)*5 + (xx)) * 3 + c])
+                    double ref = (P(y0, x0) * (1 - wx) + P(y0, x1) * wx) * (1 - wy) +
+                                 (P(y1, x0) * (1 - wx) + P(y1, x1) * wx) * wy;
+#undef P
+                    double got = r.init_rgb[(y * 16 + x) * 3 + c];
+                    double mgot = r.mask_rgb[(y * 16 + x) * 3 + c];
+                    max_err = fmax(max_err, fabs(got - ref));
+                    max_mask_err = fmax(max_mask_err, fabs(mgot - (255 - got)));
+                }
+        CHECK(max_err <= 0.5 + 1e-9, "resize max error %g > 0.5 (rounding)", max_err);
+        CHECK(max_mask_err == 0, "inverted mask: max error %g", max_mask_err);
+    }
+    printf("img2img resize 5x3 -> 16x8: max error vs bilinear reference %g, inverted mask %g\n",
+           max_err, max_mask_err);
+    sdc_srv_request_free(&r);
+
+    /* without a size the init image's own size (snapped to 8) is used */
+    snprintf(body, body_cap, "{\"prompt\":\"p\",\"image\":\"data:image/png;base64,%s\"}", b64);
+    rc = parse(SDC_SRV_API_OPENAI_EDIT, body, &r, err);
+    CHECK(rc == 400, "a 5x3 image snaps to 0x0: refused (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+
+    /* multipart: raw PNG bytes as files, text fields */
+    const char *head =
+        "--B0\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\na dog\r\n"
+        "--B0\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\n2\r\n"
+        "--B0\r\nContent-Disposition: form-data; name=\"size\"\r\n\r\n32x16\r\n"
+        "--B0\r\nContent-Disposition: form-data; name=\"image[]\"; filename=\"a.png\"\r\n"
+        "Content-Type: image/png\r\n\r\n";
+    const char *tail = "\r\n--B0--\r\n";
+    size_t mlen = strlen(head) + png_n + strlen(tail);
+    char *mp = malloc(mlen);
+    memcpy(mp, head, strlen(head));
+    memcpy(mp + strlen(head), png, png_n);
+    memcpy(mp + strlen(head) + png_n, tail, strlen(tail));
+    rc = sdc_srv_parse_edit_multipart("multipart/form-data; boundary=\"B0\"", mp, mlen, &g_d, &r,
+                                      err, sizeof err);
+    CHECK(rc == 0 && !strcmp(r.prompt, "a dog") && r.batch_count == 2 && r.width == 32 &&
+              r.height == 16 && r.init_w == 32 && r.init_h == 16 && !r.mask_rgb,
+          "multipart edit (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    rc = sdc_srv_parse_edit_multipart("multipart/form-data; boundary=B0", mp, mlen - 10, &g_d, &r,
+                                      err, sizeof err);
+    CHECK(rc == 400, "truncated multipart refused");
+    sdc_srv_request_free(&r);
+    rc = sdc_srv_parse_edit_multipart("multipart/form-data", mp, mlen, &g_d, &r, err, sizeof err);
+    CHECK(rc == 400, "multipart without boundary refused");
+    sdc_srv_request_free(&r);
+    free(mp);
+    free(body);
+    free(b64);
+    free(png);
+    free(px);
+}
+
+int main(void) {
+    sdc_srv_defaults_init(&g_d);
+    g_d.width = 64;
+    g_d.height = 64;
+    g_d.steps = 4;
+    g_d.seed = 11;
+    test_base64();
+    test_sdcpp();
+    test_openai_and_extra();
+    test_sdapi_names();
+    test_images();
+    TEST_MAIN_END();
+}

@@ -1,0 +1,601 @@
+#include "jobs.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "png_encode.h"
+
+struct sdc_srv_job {
+    char id[40];
+    sdc_srv_request req;
+    sdc_srv_job_state state;
+    bool cancel_requested;
+    int refs; /* synchronous waiters; a held job is never dropped */
+    time_t created, started, finished;
+    double finished_mono;
+    /* progress */
+    int step, steps, image, images;
+    double step_seconds_sum;
+    int step_count;
+    /* result */
+    sdc_srv_result result;
+    sdc_srv_job *next;       /* all jobs, newest first */
+    sdc_srv_job *queue_next; /* FIFO of queued jobs */
+};
+
+struct sdc_srv_jobs {
+    sdc_context *ctx;
+    sdc_srv_jobs_config cfg;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* worker: a job was queued, or stop */
+    pthread_cond_t done_cv; /* waiters: a job finished */
+    pthread_t worker;
+    bool stopping;
+    sdc_srv_job *all;
+    sdc_srv_job *queue_head, *queue_tail;
+    int queued, kept;
+    sdc_srv_job *running;
+    uint32_t id_salt, id_counter;
+    sdc_srv_stats stats;
+};
+
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *sdc_srv_job_state_name(sdc_srv_job_state s) {
+    switch (s) {
+    case SDC_SRV_JOB_QUEUED:
+        return "queued";
+    case SDC_SRV_JOB_RUNNING:
+        return "generating";
+    case SDC_SRV_JOB_COMPLETED:
+        return "completed";
+    case SDC_SRV_JOB_FAILED:
+        return "failed";
+    case SDC_SRV_JOB_CANCELLED:
+        return "cancelled";
+    }
+    return "unknown";
+}
+
+void sdc_srv_result_free(sdc_srv_result *r) {
+    if (!r) return;
+    for (int i = 0; i < r->count; i++) {
+        if (r->b64_png) free(r->b64_png[i]);
+        if (r->infotext) free(r->infotext[i]);
+    }
+    free(r->b64_png);
+    free(r->infotext);
+    free(r->seeds);
+    memset(r, 0, sizeof *r);
+}
+
+static void job_free(sdc_srv_job *j) {
+    sdc_srv_request_free(&j->req);
+    sdc_srv_result_free(&j->result);
+    free(j);
+}
+
+static bool is_finished(const sdc_srv_job *j) {
+    return j->state == SDC_SRV_JOB_COMPLETED || j->state == SDC_SRV_JOB_FAILED ||
+           j->state == SDC_SRV_JOB_CANCELLED;
+}
+
+/* Marks a job finished (lock held). */
+static void finish_job(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_job_state state) {
+    j->state = state;
+    j->finished = time(NULL);
+    j->finished_mono = mono_now();
+    q->kept++;
+    if (state == SDC_SRV_JOB_COMPLETED)
+        q->stats.completed++;
+    else if (state == SDC_SRV_JOB_FAILED)
+        q->stats.failed++;
+    else
+        q->stats.cancelled++;
+    /* the request (prompt, init image) is no longer needed */
+    sdc_srv_request_free(&j->req);
+    pthread_cond_broadcast(&q->done_cv);
+}
+
+/* Drops finished jobs past their time, and the oldest beyond max_kept (lock held). */
+static void prune(sdc_srv_jobs *q) {
+    double now = mono_now();
+    /* walk newest -> oldest; count finished ones so the oldest extras go */
+    int finished_seen = 0;
+    for (sdc_srv_job **pp = &q->all; *pp;) {
+        sdc_srv_job *j = *pp;
+        if (is_finished(j)) {
+            finished_seen++;
+            bool expired = now - j->finished_mono > q->cfg.keep_seconds;
+            bool too_many = finished_seen > q->cfg.max_kept;
+            if ((expired || too_many) && j->refs == 0) {
+                *pp = j->next;
+                q->kept--;
+                finished_seen--;
+                job_free(j);
+                continue;
+            }
+        }
+        pp = &j->next;
+    }
+}
+
+static sdc_srv_job *find(sdc_srv_jobs *q, const char *id) {
+    for (sdc_srv_job *j = q->all; j; j = j->next)
+        if (!strcmp(j->id, id)) return j;
+    return NULL;
+}
+
+static void unqueue(sdc_srv_jobs *q, sdc_srv_job *j) {
+    sdc_srv_job *prev = NULL;
+    for (sdc_srv_job *c = q->queue_head; c; prev = c, c = c->queue_next) {
+        if (c != j) continue;
+        if (prev)
+            prev->queue_next = c->queue_next;
+        else
+            q->queue_head = c->queue_next;
+        if (q->queue_tail == c) q->queue_tail = prev;
+        c->queue_next = NULL;
+        q->queued--;
+        return;
+    }
+}
+
+/* ---- the worker ---- */
+
+typedef struct run_state {
+    sdc_srv_jobs *q;
+    sdc_srv_job *job;
+} run_state;
+
+static void on_progress(int step, int steps, double step_seconds, void *user) {
+    run_state *rs = user;
+    sdc_srv_jobs *q = rs->q;
+    pthread_mutex_lock(&q->mu);
+    sdc_srv_job *j = rs->job;
+    if (step <= j->step && j->image + 1 < j->images) j->image++; /* next image of a batch */
+    j->step = step;
+    j->steps = steps;
+    j->step_seconds_sum += step_seconds;
+    j->step_count++;
+    /* a cancel that raced with the start of sampling is applied here, within a step */
+    bool cancel = j->cancel_requested || q->stopping;
+    pthread_mutex_unlock(&q->mu);
+    if (cancel) sdc_cancel(q->ctx);
+}
+
+/* Encodes the images of a finished generation into *res (no lock held). */
+static sdc_status encode_results(sdc_srv_jobs *q, const sdc_generate_params *p,
+                                 const sdc_image *images, int count, sdc_srv_result *res) {
+    res->b64_png = calloc((size_t)count, sizeof(char *));
+    res->infotext = calloc((size_t)count, sizeof(char *));
+    res->seeds = calloc((size_t)count, sizeof(int64_t));
+    if (!res->b64_png || !res->infotext || !res->seeds) return SDC_ERR_NO_MEMORY;
+    res->count = count;
+    for (int i = 0; i < count; i++) {
+        res->seeds[i] = images[i].seed;
+        res->infotext[i] = sdc_generation_parameters_text(q->ctx, p, images[i].seed);
+        size_t png_size = 0;
+        uint8_t *png = sdc_srv_png_encode(&images[i], res->infotext[i], &png_size);
+        if (!png) return SDC_ERR_NO_MEMORY;
+        res->b64_png[i] = sdc_srv_base64_encode(png, png_size);
+        free(png);
+        if (!res->b64_png[i] || !res->infotext[i]) return SDC_ERR_NO_MEMORY;
+    }
+    return SDC_OK;
+}
+
+static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
+    sdc_srv_request *r = &j->req;
+    sdc_image init = {0}, mask = {0};
+    sdc_generate_params p;
+    sdc_generate_params_init(&p);
+    p.prompt = r->prompt;
+    p.negative_prompt = r->negative_prompt;
+    p.width = r->width;
+    p.height = r->height;
+    p.steps = r->steps;
+    p.cfg_scale = r->cfg_scale;
+    p.seed = r->seed;
+    p.sampling_method = r->sampler[0] ? r->sampler : NULL;
+    p.scheduler = r->scheduler[0] ? r->scheduler : NULL;
+    if (q->cfg.rng) p.rng = q->cfg.rng;
+    if (q->cfg.sampler_rng) p.sampler_rng = q->cfg.sampler_rng;
+    if (isfinite(r->eta)) p.eta = r->eta;
+    p.batch_count = r->batch_count;
+    if (r->init_rgb) {
+        init = (sdc_image){(uint32_t)r->init_w, (uint32_t)r->init_h, 3, r->init_rgb, 0};
+        p.init_image = &init;
+        p.strength = r->strength;
+        if (r->mask_rgb) {
+            mask = (sdc_image){(uint32_t)r->mask_w, (uint32_t)r->mask_h, 3, r->mask_rgb, 0};
+            p.mask_image = &mask;
+        }
+    }
+    run_state rs = {q, j};
+    p.progress = on_progress;
+    p.progress_user = &rs;
+
+    sdc_image *images = NULL;
+    int count = 0;
+    sdc_status st = sdc_generate_image(q->ctx, &p, &images, &count);
+    sdc_srv_result res = {0};
+    if (st == SDC_OK) {
+        st = encode_results(q, &p, images, count, &res);
+        if (st != SDC_OK) snprintf(res.error, sizeof res.error, "out of memory encoding images");
+    } else {
+        snprintf(res.error, sizeof res.error, "%s",
+                 *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
+    }
+    res.status = st;
+    sdc_free_images(images, count);
+
+    pthread_mutex_lock(&q->mu);
+    sdc_srv_job_state final = SDC_SRV_JOB_COMPLETED;
+    if (st == SDC_ERR_CANCELLED) {
+        final = SDC_SRV_JOB_CANCELLED;
+        sdc_srv_result_free(&res);
+        res.status = st;
+        snprintf(res.error, sizeof res.error, "job cancelled");
+    } else if (st != SDC_OK) {
+        final = SDC_SRV_JOB_FAILED;
+        sdc_srv_result err_only = {.status = st};
+        memcpy(err_only.error, res.error, sizeof res.error);
+        sdc_srv_result_free(&res);
+        res = err_only;
+    }
+    j->result = res;
+    q->running = NULL;
+    finish_job(q, j, final);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void *worker_main(void *arg) {
+    sdc_srv_jobs *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->queue_head && !q->stopping) {
+            /* wake up now and then so expired jobs go even when nobody calls in */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 5;
+            pthread_cond_timedwait(&q->work_cv, &q->mu, &until);
+            prune(q);
+        }
+        if (q->stopping) break;
+        sdc_srv_job *j = q->queue_head;
+        unqueue(q, j);
+        j->state = SDC_SRV_JOB_RUNNING;
+        j->started = time(NULL);
+        j->images = j->req.batch_count;
+        q->running = j;
+        pthread_mutex_unlock(&q->mu);
+        run_job(q, j);
+        pthread_mutex_lock(&q->mu);
+        prune(q);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* ---- public ---- */
+
+sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg) {
+    sdc_srv_jobs *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    q->ctx = ctx;
+    q->cfg = *cfg;
+    if (q->cfg.max_queue < 1) q->cfg.max_queue = 1;
+    if (q->cfg.max_kept < 1) q->cfg.max_kept = 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    q->id_salt = (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec * 2654435761u ^ (uint32_t)getpid();
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->work_cv, NULL);
+    pthread_cond_init(&q->done_cv, NULL);
+    if (pthread_create(&q->worker, NULL, worker_main, q) != 0) {
+        pthread_mutex_destroy(&q->mu);
+        pthread_cond_destroy(&q->work_cv);
+        pthread_cond_destroy(&q->done_cv);
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+void sdc_srv_jobs_shutdown(sdc_srv_jobs *q) {
+    pthread_mutex_lock(&q->mu);
+    q->stopping = true;
+    while (q->queue_head) {
+        sdc_srv_job *j = q->queue_head;
+        unqueue(q, j);
+        snprintf(j->result.error, sizeof j->result.error, "server shutting down");
+        finish_job(q, j, SDC_SRV_JOB_CANCELLED);
+    }
+    if (q->running) {
+        q->running->cancel_requested = true;
+        sdc_cancel(q->ctx);
+    }
+    pthread_cond_broadcast(&q->work_cv);
+    pthread_cond_broadcast(&q->done_cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sdc_srv_jobs_destroy(sdc_srv_jobs *q) {
+    if (!q) return;
+    sdc_srv_jobs_shutdown(q);
+    pthread_join(q->worker, NULL);
+    for (sdc_srv_job *j = q->all, *next; j; j = next) {
+        next = j->next;
+        job_free(j);
+    }
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->work_cv);
+    pthread_cond_destroy(&q->done_cv);
+    free(q);
+}
+
+int sdc_srv_jobs_submit(sdc_srv_jobs *q, sdc_srv_request *req, char id[40], sdc_srv_job **held) {
+    if (held) *held = NULL;
+    id[0] = '\0';
+    pthread_mutex_lock(&q->mu);
+    prune(q);
+    int refusal = q->stopping ? 503 : q->queued >= q->cfg.max_queue ? 429 : 0;
+    if (refusal) {
+        q->stats.refused++;
+        pthread_mutex_unlock(&q->mu);
+        return refusal;
+    }
+    sdc_srv_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        pthread_mutex_unlock(&q->mu);
+        return 503;
+    }
+    snprintf(j->id, sizeof j->id, "job_%08x%08x", q->id_salt, ++q->id_counter);
+    j->req = *req;
+    memset(req, 0, sizeof *req);
+    j->state = SDC_SRV_JOB_QUEUED;
+    j->created = time(NULL);
+    j->images = j->req.batch_count;
+    j->steps = j->req.steps;
+    if (held) {
+        j->refs = 1;
+        *held = j;
+    }
+    j->next = q->all;
+    q->all = j;
+    if (q->queue_tail)
+        q->queue_tail->queue_next = j;
+    else
+        q->queue_head = j;
+    q->queue_tail = j;
+    q->queued++;
+    q->stats.submitted++;
+    memcpy(id, j->id, sizeof j->id);
+    pthread_cond_signal(&q->work_cv);
+    pthread_mutex_unlock(&q->mu);
+    return 0;
+}
+
+/* Cancels j (lock held): a queued job ends at once, a running one within a step. */
+static void cancel_locked(sdc_srv_jobs *q, sdc_srv_job *j) {
+    if (j->state == SDC_SRV_JOB_QUEUED) {
+        unqueue(q, j);
+        snprintf(j->result.error, sizeof j->result.error, "job cancelled by client");
+        j->result.status = SDC_ERR_CANCELLED;
+        finish_job(q, j, SDC_SRV_JOB_CANCELLED);
+    } else if (j->state == SDC_SRV_JOB_RUNNING && !j->cancel_requested) {
+        j->cancel_requested = true;
+        sdc_cancel(q->ctx);
+    }
+}
+
+sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*still_wanted)(void *),
+                                    void *user) {
+    pthread_mutex_lock(&q->mu);
+    /* the client is checked every 100 ms, by the clock: other jobs finishing wake this
+     * thread too, and must not postpone the check */
+    double next_check = mono_now() + 0.1;
+    while (!is_finished(j)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&q->done_cv, &q->mu, &until);
+        if (still_wanted && !is_finished(j) && mono_now() >= next_check) {
+            next_check = mono_now() + 0.1;
+            pthread_mutex_unlock(&q->mu); /* the check may take a syscall */
+            bool wanted = still_wanted(user);
+            pthread_mutex_lock(&q->mu);
+            if (!wanted) cancel_locked(q, j);
+        }
+    }
+    sdc_srv_job_state s = j->state;
+    pthread_mutex_unlock(&q->mu);
+    return s;
+}
+
+static char *dup_str(const char *s) {
+    return s ? strdup(s) : NULL;
+}
+
+bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&q->mu);
+    const sdc_srv_result *r = &j->result;
+    bool ok = true;
+    out->status = r->status;
+    memcpy(out->error, r->error, sizeof out->error);
+    if (r->count > 0) {
+        out->b64_png = calloc((size_t)r->count, sizeof(char *));
+        out->infotext = calloc((size_t)r->count, sizeof(char *));
+        out->seeds = calloc((size_t)r->count, sizeof(int64_t));
+        ok = out->b64_png && out->infotext && out->seeds;
+        if (ok) {
+            out->count = r->count;
+            for (int i = 0; i < r->count; i++) {
+                out->b64_png[i] = dup_str(r->b64_png[i]);
+                out->infotext[i] = dup_str(r->infotext[i]);
+                out->seeds[i] = r->seeds[i];
+                ok = ok && out->b64_png[i] && out->infotext[i];
+            }
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (!ok) {
+        sdc_srv_result_free(out);
+        out->status = SDC_ERR_NO_MEMORY;
+    }
+    return ok;
+}
+
+void sdc_srv_jobs_release(sdc_srv_jobs *q, sdc_srv_job *j) {
+    pthread_mutex_lock(&q->mu);
+    j->refs--;
+    prune(q);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static int queue_position(sdc_srv_jobs *q, const sdc_srv_job *j) {
+    int pos = 1;
+    for (sdc_srv_job *c = q->queue_head; c; c = c->queue_next, pos++)
+        if (c == j) return pos;
+    return 0;
+}
+
+static double eta_locked(const sdc_srv_job *j) {
+    if (j->step_count == 0 || j->steps <= 0) return 0.0;
+    double mean = j->step_seconds_sum / j->step_count;
+    int left = (j->steps - j->step) + (j->images - j->image - 1) * j->steps;
+    return left > 0 ? mean * left : 0.0;
+}
+
+static double fraction_locked(const sdc_srv_job *j) {
+    if (j->state == SDC_SRV_JOB_COMPLETED) return 1.0;
+    if (j->steps <= 0 || j->images <= 0) return 0.0;
+    double f = ((double)j->image * j->steps + j->step) / ((double)j->images * j->steps);
+    return f > 1.0 ? 1.0 : f;
+}
+
+static cJSON *describe_locked(sdc_srv_jobs *q, const sdc_srv_job *j) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "kind", "img_gen");
+    cJSON_AddStringToObject(o, "status", sdc_srv_job_state_name(j->state));
+    cJSON_AddNumberToObject(o, "created", (double)j->created);
+    if (j->started)
+        cJSON_AddNumberToObject(o, "started", (double)j->started);
+    else
+        cJSON_AddNullToObject(o, "started");
+    if (j->finished)
+        cJSON_AddNumberToObject(o, "completed", (double)j->finished);
+    else
+        cJSON_AddNullToObject(o, "completed");
+    cJSON_AddNumberToObject(o, "queue_position", queue_position(q, j));
+    cJSON *prog = cJSON_AddObjectToObject(o, "progress");
+    if (prog) {
+        cJSON_AddNumberToObject(prog, "step", j->step);
+        cJSON_AddNumberToObject(prog, "steps", j->steps);
+        cJSON_AddNumberToObject(prog, "image", j->image);
+        cJSON_AddNumberToObject(prog, "images", j->images);
+        cJSON_AddNumberToObject(prog, "fraction", fraction_locked(j));
+        cJSON_AddNumberToObject(prog, "eta_seconds", eta_locked(j));
+    }
+    if (j->state == SDC_SRV_JOB_COMPLETED) {
+        cJSON *res = cJSON_AddObjectToObject(o, "result");
+        cJSON *imgs = res ? cJSON_AddArrayToObject(res, "images") : NULL;
+        if (res) cJSON_AddStringToObject(res, "output_format", "png");
+        for (int i = 0; imgs && i < j->result.count; i++) {
+            cJSON *im = cJSON_CreateObject();
+            if (!im) break;
+            cJSON_AddNumberToObject(im, "index", i);
+            cJSON_AddNumberToObject(im, "seed", (double)j->result.seeds[i]);
+            cJSON_AddStringToObject(im, "b64_json", j->result.b64_png[i]);
+            cJSON_AddItemToArray(imgs, im);
+        }
+    } else {
+        cJSON_AddNullToObject(o, "result");
+    }
+    if (j->state == SDC_SRV_JOB_FAILED || j->state == SDC_SRV_JOB_CANCELLED) {
+        cJSON *e = cJSON_AddObjectToObject(o, "error");
+        if (e) {
+            cJSON_AddStringToObject(
+                e, "code", j->state == SDC_SRV_JOB_FAILED ? "generation_failed" : "cancelled");
+            cJSON_AddStringToObject(e, "message", j->result.error);
+        }
+    } else {
+        cJSON_AddNullToObject(o, "error");
+    }
+    return o;
+}
+
+cJSON *sdc_srv_jobs_describe(sdc_srv_jobs *q, const char *id) {
+    pthread_mutex_lock(&q->mu);
+    sdc_srv_job *j = find(q, id);
+    cJSON *o = j ? describe_locked(q, j) : NULL;
+    pthread_mutex_unlock(&q->mu);
+    return o;
+}
+
+int sdc_srv_jobs_cancel(sdc_srv_jobs *q, const char *id, cJSON **desc) {
+    *desc = NULL;
+    pthread_mutex_lock(&q->mu);
+    sdc_srv_job *j = find(q, id);
+    int code = 404;
+    if (j) {
+        code = (j->state == SDC_SRV_JOB_COMPLETED || j->state == SDC_SRV_JOB_FAILED) ? 409 : 200;
+        if (code == 200) cancel_locked(q, j);
+        *desc = describe_locked(q, j);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return code;
+}
+
+bool sdc_srv_jobs_interrupt(sdc_srv_jobs *q) {
+    pthread_mutex_lock(&q->mu);
+    bool any = q->running != NULL;
+    if (any) cancel_locked(q, q->running);
+    pthread_mutex_unlock(&q->mu);
+    return any;
+}
+
+void sdc_srv_jobs_progress(sdc_srv_jobs *q, sdc_srv_progress *p) {
+    memset(p, 0, sizeof *p);
+    pthread_mutex_lock(&q->mu);
+    p->queued = q->queued;
+    const sdc_srv_job *j = q->running;
+    if (j) {
+        p->running = true;
+        memcpy(p->job_id, j->id, sizeof p->job_id);
+        p->step = j->step;
+        p->steps = j->steps;
+        p->image = j->image;
+        p->images = j->images;
+        p->fraction = fraction_locked(j);
+        p->eta_seconds = eta_locked(j);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sdc_srv_jobs_stats(sdc_srv_jobs *q, sdc_srv_stats *s) {
+    pthread_mutex_lock(&q->mu);
+    *s = q->stats;
+    s->queued = q->queued;
+    s->kept = q->kept;
+    pthread_mutex_unlock(&q->mu);
+}

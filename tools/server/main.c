@@ -1,0 +1,308 @@
+/* sdc-server: loads the models once and serves sd.cpp's sd-server APIs (OpenAI images,
+ * A1111 sdapi, sdcpp async jobs) over HTTP. Model and default generation flags are the
+ * CLI's (tools/cli/args.c); the server adds its own listening and queue flags. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_shared.h"
+#include "http.h"
+#include "jobs.h"
+#include "request.h"
+#include "sdc.h"
+
+typedef struct server_flags {
+    const char *listen_ip;
+    int port;
+    const char *html_path;
+    const char *api_key;
+    long long max_body;
+    int max_queue, max_kept, max_connections;
+    double job_ttl;
+} server_flags;
+
+static const struct {
+    const char *name, *value, *help;
+} k_server_flags[] = {
+    {"--listen-ip", "IP", "address to listen on (default: 127.0.0.1)"},
+    {"--listen-port", "PORT", "port to listen on, 0: any free one (default: 1234)"},
+    {"--serve-html-path", "PATH", "serve this HTML file at / instead of the built-in page"},
+    {"--api-key", "KEY", "require 'Authorization: Bearer KEY' on the API routes"},
+    {"--max-request-size", "BYTES", "largest request body accepted (default: 33554432)"},
+    {"--max-queue", "N", "queued jobs at most; more get 429/503 (default: 16)"},
+    {"--job-ttl", "SECONDS", "how long finished jobs stay readable (default: 600)"},
+    {"--max-jobs-kept", "N", "finished jobs kept at most (default: 256)"},
+    {"--max-connections", "N", "simultaneous HTTP connections at most (default: 256)"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "sdc-server %s: HTTP server for sdc (sd.cpp sd-server APIs)\n", sdc_version());
+    fprintf(f, "Usage: sdc-server [server options] [model and generation options of sdc]\n\n");
+    fprintf(f, "Server:\n");
+    for (size_t i = 0; i < sizeof k_server_flags / sizeof k_server_flags[0]; i++) {
+        char names[64];
+        snprintf(names, sizeof names, "%s %s", k_server_flags[i].name, k_server_flags[i].value);
+        fprintf(f, "      %-28s %s\n", names, k_server_flags[i].help);
+    }
+    fprintf(f, "\nModel options and generation defaults are those of sdc:\n\n");
+    sdc_cli_print_usage(f, "sdc-server");
+}
+
+static bool parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "sdc-server: error: %s: '%s' is not an integer in [%lld, %lld]\n", flag, s,
+                lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Takes the server's own flags out of argv (compacting it); the rest goes to the CLI
+ * parser. Returns false on a bad value. */
+static bool take_server_flags(int *argc, char **argv, server_flags *f) {
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *arg = argv[i];
+        size_t k = 0, n_flags = sizeof k_server_flags / sizeof k_server_flags[0];
+        const char *value = NULL;
+        for (; k < n_flags; k++) {
+            size_t len = strlen(k_server_flags[k].name);
+            if (!strncmp(arg, k_server_flags[k].name, len) &&
+                (arg[len] == '\0' || arg[len] == '=')) {
+                value = arg[len] == '=' ? arg + len + 1 : NULL;
+                break;
+            }
+        }
+        if (k == n_flags) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (!value) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "sdc-server: error: option '%s' needs a value (%s)\n", arg,
+                        k_server_flags[k].value);
+                return false;
+            }
+            value = argv[++i];
+        }
+        long long v = 0;
+        switch (k) {
+        case 0:
+            f->listen_ip = value;
+            break;
+        case 1:
+            if (!parse_ll(arg, value, 0, 65535, &v)) return false;
+            f->port = (int)v;
+            break;
+        case 2:
+            f->html_path = value;
+            break;
+        case 3:
+            f->api_key = value;
+            break;
+        case 4:
+            if (!parse_ll(arg, value, 1024, (long long)1 << 34, &v)) return false;
+            f->max_body = v;
+            break;
+        case 5:
+            if (!parse_ll(arg, value, 1, 100000, &v)) return false;
+            f->max_queue = (int)v;
+            break;
+        case 6:
+            if (!parse_ll(arg, value, 0, 10000000, &v)) return false;
+            f->job_ttl = (double)v;
+            break;
+        case 7:
+            if (!parse_ll(arg, value, 1, 1000000, &v)) return false;
+            f->max_kept = (int)v;
+            break;
+        case 8:
+            if (!parse_ll(arg, value, 1, 100000, &v)) return false;
+            f->max_connections = (int)v;
+            break;
+        }
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return true;
+}
+
+static char *read_file(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len - 1, fp);
+        len += got;
+        if (got == 0) break;
+        if (len + 1 == cap) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = grown;
+        }
+    }
+    bool bad = ferror(fp);
+    fclose(fp);
+    if (!buf || bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+static void log_to_stderr(sdc_log_level level, const char *msg, void *user) {
+    (void)user;
+    static const char *const prefix[] = {"debug: ", "", "warning: ", "error: "};
+    const char *p = (level >= SDC_LOG_DEBUG && level <= SDC_LOG_ERROR) ? prefix[level] : "";
+    size_t n = strlen(msg);
+    fprintf(stderr, "sdc-server: %s%s%s", p, msg, (n && msg[n - 1] == '\n') ? "" : "\n");
+}
+
+int main(int argc, char **argv) {
+    server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0};
+    char **args = calloc((size_t)argc + 1, sizeof(char *));
+    if (!args) return 1;
+    memcpy(args, argv, sizeof(char *) * (size_t)argc);
+    int n_args = argc;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            free(args);
+            return 0;
+        }
+    }
+    if (!take_server_flags(&n_args, args, &sf)) {
+        free(args);
+        return 1;
+    }
+    sdc_cli_args a;
+    sdc_cli_parse_result pr = sdc_cli_parse(&a, n_args, args);
+    if (pr == SDC_CLI_PARSE_EXIT) {
+        if (a.version) printf("sdc-server %s\n", sdc_version());
+        sdc_cli_args_free(&a);
+        free(args);
+        return 0;
+    }
+    int rc = 1;
+    char *html = NULL;
+    sdc_context *ctx = NULL;
+    sdc_srv_jobs *jobs = NULL;
+    sdc_srv_http *http = NULL;
+    char err[512];
+    if (pr == SDC_CLI_PARSE_ERROR) {
+        fprintf(stderr, "sdc-server: error: %s\n", a.error);
+        goto done;
+    }
+    if (a.mode != SDC_CLI_MODE_IMG_GEN) {
+        fprintf(stderr, "sdc-server: error: only img_gen mode can be served\n");
+        goto done;
+    }
+    if (!sdc_cli_check_inputs(&a, err, sizeof err)) {
+        fprintf(stderr, "sdc-server: error: %s\n", err);
+        goto done;
+    }
+    if (sf.html_path && !(html = read_file(sf.html_path))) {
+        fprintf(stderr, "sdc-server: error: --serve-html-path: cannot read '%s'\n", sf.html_path);
+        goto done;
+    }
+    sdc_set_log_callback(log_to_stderr, NULL);
+    if (a.verbose) sdc_set_log_level(SDC_LOG_INFO);
+
+    sdc_context_params cp;
+    sdc_cli_to_context_params(&a, &cp);
+    sdc_status st = sdc_context_create(&cp, &ctx);
+    if (st != SDC_OK) {
+        fprintf(stderr, "sdc-server: error: cannot load the model: %s\n",
+                *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
+        goto done;
+    }
+
+    sdc_srv_defaults d;
+    sdc_srv_defaults_init(&d);
+    d.prompt = a.prompt;
+    d.negative_prompt = a.negative_prompt;
+    d.width = a.width;
+    d.height = a.height;
+    d.steps = a.steps;
+    d.batch_count = a.batch_count;
+    d.cfg_scale = a.cfg_scale;
+    d.strength = a.strength;
+    d.eta = isfinite(a.eta) ? a.eta : NAN;
+    d.seed = a.seed;
+    d.sampler = a.sampling_method;
+    d.scheduler = a.scheduler;
+
+    /* signals are taken by sigwait below; every thread inherits this mask */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept, sf.job_ttl, a.rng, a.sampler_rng};
+    jobs = sdc_srv_jobs_create(ctx, &jc);
+    if (!jobs) {
+        fprintf(stderr, "sdc-server: error: cannot start the worker thread\n");
+        goto done;
+    }
+    sdc_srv_http_config hc = {
+        .listen_ip = sf.listen_ip,
+        .port = sf.port,
+        .html = html,
+        .api_key = sf.api_key,
+        .max_body = (size_t)sf.max_body,
+        .max_connections = sf.max_connections,
+        .model_path = a.diffusion_model_path ? a.diffusion_model_path : a.model_path,
+        .defaults = &d,
+        .max_queue = sf.max_queue,
+    };
+    http = sdc_srv_http_start(&hc, jobs, err, sizeof err);
+    if (!http) {
+        fprintf(stderr, "sdc-server: error: %s\n", err);
+        goto done;
+    }
+    bool v6 = strchr(sf.listen_ip, ':') != NULL;
+    printf("sdc-server: listening on http://%s%s%s:%d\n", v6 ? "[" : "", sf.listen_ip,
+           v6 ? "]" : "", sdc_srv_http_port(http));
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "sdc-server: signal %d, shutting down\n", sig);
+    rc = 0;
+
+done:
+    if (jobs) sdc_srv_jobs_shutdown(jobs); /* wakes synchronous waiters first */
+    sdc_srv_http_stop(http);
+    if (jobs) {
+        sdc_srv_stats s;
+        sdc_srv_jobs_stats(jobs, &s);
+        fprintf(stderr,
+                "sdc-server: jobs submitted %lld, completed %lld, failed %lld, cancelled %lld, "
+                "refused %lld; peak memory %.1f MiB\n",
+                (long long)s.submitted, (long long)s.completed, (long long)s.failed,
+                (long long)s.cancelled, (long long)s.refused,
+                (double)sdc_peak_rss_bytes() / (1024.0 * 1024.0));
+        sdc_srv_jobs_destroy(jobs);
+    }
+    sdc_context_free(ctx);
+    free(html);
+    sdc_cli_args_free(&a);
+    free(args);
+    return rc;
+}

@@ -1,0 +1,748 @@
+#include "request.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#include "base64.h"
+#include "cli_shared.h"
+#include "io/image.h"
+
+#define EXTRA_OPEN  "<sd_cpp_extra_args>"
+#define EXTRA_CLOSE "</sd_cpp_extra_args>"
+
+void sdc_srv_defaults_init(sdc_srv_defaults *d) {
+    memset(d, 0, sizeof *d);
+    d->prompt = "";
+    d->negative_prompt = "";
+    d->width = d->height = 512;
+    d->steps = 20;
+    d->batch_count = 1;
+    d->cfg_scale = 7.0f;
+    d->strength = 0.75f;
+    d->eta = NAN;
+    d->seed = 42;
+    d->max_side = 4096;
+    d->max_steps = 150;
+    d->max_batch = 8;
+}
+
+/* ---- small helpers ---- */
+
+typedef struct parse_ctx {
+    char *err;
+    size_t err_size;
+    int status; /* first failure wins */
+} parse_ctx;
+
+static bool reject(parse_ctx *pc, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool reject(parse_ctx *pc, int status, const char *fmt, ...) {
+    if (pc->status) return false;
+    pc->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pc->err, pc->err_size, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static bool set_string(parse_ctx *pc, char **dst, const char *s, size_t n) {
+    char *copy = malloc(n + 1);
+    if (!copy) return reject(pc, 500, "out of memory");
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    free(*dst);
+    *dst = copy;
+    return true;
+}
+
+static const cJSON *field(const cJSON *obj, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return (v && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+static bool get_string(parse_ctx *pc, const cJSON *obj, const char *name, const char **out) {
+    const cJSON *v = field(obj, name);
+    if (!v) return true;
+    if (!cJSON_IsString(v)) return reject(pc, 400, "'%s' must be a string", name);
+    *out = v->valuestring;
+    return true;
+}
+
+static bool get_owned_string(parse_ctx *pc, const cJSON *obj, const char *name, char **dst) {
+    const char *s = NULL;
+    if (!get_string(pc, obj, name, &s)) return false;
+    return s ? set_string(pc, dst, s, strlen(s)) : true;
+}
+
+static bool get_i64(parse_ctx *pc, const cJSON *obj, const char *name, int64_t lo, int64_t hi,
+                    int64_t *out, bool *given) {
+    const cJSON *v = field(obj, name);
+    if (!v) return true;
+    if (!cJSON_IsNumber(v)) return reject(pc, 400, "'%s' must be an integer", name);
+    double x = v->valuedouble;
+    if (!isfinite(x) || x != floor(x)) return reject(pc, 400, "'%s' must be an integer", name);
+    if (x < (double)lo || x > (double)hi)
+        return reject(pc, 400, "'%s' is out of range [%lld, %lld]", name, (long long)lo,
+                      (long long)hi);
+    *out = x >= 9.2e18 ? INT64_MAX : (int64_t)x;
+    if (given) *given = true;
+    return true;
+}
+
+static bool get_int(parse_ctx *pc, const cJSON *obj, const char *name, int lo, int hi, int *out,
+                    bool *given) {
+    int64_t v = *out;
+    if (!get_i64(pc, obj, name, lo, hi, &v, given)) return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool get_float(parse_ctx *pc, const cJSON *obj, const char *name, float *out) {
+    const cJSON *v = field(obj, name);
+    if (!v) return true;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e6)
+        return reject(pc, 400, "'%s' must be a finite number", name);
+    *out = (float)v->valuedouble;
+    return true;
+}
+
+static bool get_bool(parse_ctx *pc, const cJSON *obj, const char *name, bool *out) {
+    const cJSON *v = field(obj, name);
+    if (!v) return true;
+    if (cJSON_IsBool(v)) {
+        *out = cJSON_IsTrue(v);
+    } else if (cJSON_IsNumber(v)) { /* A1111 clients send 0/1 */
+        *out = v->valuedouble != 0;
+    } else {
+        return reject(pc, 400, "'%s' must be a boolean", name);
+    }
+    return true;
+}
+
+static bool get_object(parse_ctx *pc, const cJSON *obj, const char *name, const cJSON **out) {
+    const cJSON *v = field(obj, name);
+    *out = NULL;
+    if (!v) return true;
+    if (!cJSON_IsObject(v)) return reject(pc, 400, "'%s' must be an object", name);
+    *out = v;
+    return true;
+}
+
+/* Arrays we cannot honour must be absent or empty. */
+static bool reject_nonempty_array(parse_ctx *pc, const cJSON *obj, const char *name) {
+    const cJSON *v = field(obj, name);
+    if (!v) return true;
+    if (!cJSON_IsArray(v)) return reject(pc, 400, "'%s' must be an array", name);
+    if (cJSON_GetArraySize(v) > 0) return reject(pc, 400, "'%s' is not supported by sdc", name);
+    return true;
+}
+
+static bool decode_png(parse_ctx *pc, const char *name, const void *data, size_t n, bool is_base64,
+                       uint8_t **rgb, int *w, int *h) {
+    size_t bytes_n = n;
+    uint8_t *bytes = NULL;
+    if (is_base64) {
+        bytes = sdc_srv_base64_decode(data, n, &bytes_n);
+        if (!bytes) return reject(pc, 400, "'%s' is not valid base64 (or a base64 data URL)", name);
+        data = bytes;
+    }
+    uint8_t *pix = NULL;
+    int pw = 0, ph = 0;
+    sdc_status st = sdc_png_read_memory(data, bytes_n, name, &pix, &pw, &ph);
+    free(bytes);
+    if (st != SDC_OK) {
+        if (st == SDC_ERR_NO_MEMORY) return reject(pc, 500, "out of memory decoding '%s'", name);
+        return reject(pc, 400, "'%s' is not a readable PNG image: %s", name, sdc_last_error());
+    }
+    free(*rgb);
+    *rgb = pix;
+    *w = pw;
+    *h = ph;
+    return true;
+}
+
+static bool get_image(parse_ctx *pc, const cJSON *obj, const char *name, uint8_t **rgb, int *w,
+                      int *h) {
+    const cJSON *v = field(obj, name);
+    if (!v) return true;
+    if (!cJSON_IsString(v)) return reject(pc, 400, "'%s' must be a base64 string", name);
+    if (!*v->valuestring) return true; /* "" means none, as null */
+    return decode_png(pc, name, v->valuestring, strlen(v->valuestring), true, rgb, w, h);
+}
+
+/* ---- names ---- */
+
+static void lower_copy(char *dst, size_t n, const char *src) {
+    size_t i = 0;
+    for (; src[i] && i + 1 < n; i++) dst[i] = (char)tolower((unsigned char)src[i]);
+    dst[i] = '\0';
+}
+
+static const char *known_sampler(const char *name) {
+    for (size_t i = 0; i < sdc_srv_sampler_count(); i++)
+        if (!strcmp(name, sdc_srv_sampler_name(i))) return sdc_srv_sampler_name(i);
+    return NULL;
+}
+
+static const char *known_scheduler(const char *name) {
+    if (!strcmp(name, "normal")) return "discrete";
+    for (size_t i = 0; i < sdc_srv_scheduler_count(); i++)
+        if (!strcmp(name, sdc_srv_scheduler_name(i))) return sdc_srv_scheduler_name(i);
+    return NULL;
+}
+
+const char *sdc_srv_sampler_from_label(const char *label, const char **scheduler) {
+    static const struct {
+        const char *label, *name;
+    } k_labels[] = {
+        {"euler a", "euler_a"},
+        {"k_euler_a", "euler_a"},
+        {"euler", "euler"},
+        {"k_euler", "euler"},
+        {"heun", "heun"},
+        {"k_heun", "heun"},
+        {"dpm2", "dpm2"},
+        {"k_dpm_2", "dpm2"},
+        {"dpm2 a", "dpm2"},
+        {"dpm++ 2s a", "dpm++2s_a"},
+        {"k_dpmpp_2s_a", "dpm++2s_a"},
+        {"lcm", "lcm"},
+        {"ddim", "ddim_trailing"},
+        {"dpm++ 2m", "dpm++2m"},
+        {"k_dpmpp_2m", "dpm++2m"},
+        {"dpm++ 2m sde", "dpm++2m_sde"},
+        {"k_dpmpp_2m_sde", "dpm++2m_sde"},
+        {"dpm++ 2m sde gpu", "dpm++2m_sde_bt"},
+        {"k_dpmpp_2m_sde_gpu", "dpm++2m_sde_bt"},
+        {"res multistep", "res_multistep"},
+        {"k_res_multistep", "res_multistep"},
+        {"res 2s", "res_2s"},
+        {"k_res_2s", "res_2s"},
+        {"lms", "lms"},
+        {"k_lms", "lms"},
+        {"ipndm", "ipndm"},
+        {"tcd", "tcd"},
+    };
+    if (!label) return NULL;
+    const char *exact = known_sampler(label);
+    if (exact) return exact;
+    char low[64];
+    lower_copy(low, sizeof low, label);
+    /* A1111 1.5-style labels carry the scheduler: "DPM++ 2M Karras" */
+    size_t n = strlen(low);
+    const char *suffix_sched = NULL;
+    if (n > 7 && !strcmp(low + n - 7, " karras")) {
+        low[n - 7] = '\0';
+        suffix_sched = "karras";
+    } else if (n > 12 && !strcmp(low + n - 12, " exponential")) {
+        low[n - 12] = '\0';
+        suffix_sched = "exponential";
+    }
+    for (size_t i = 0; i < sizeof k_labels / sizeof k_labels[0]; i++) {
+        if (!strcmp(low, k_labels[i].label)) {
+            if (suffix_sched && scheduler) *scheduler = suffix_sched;
+            return k_labels[i].name;
+        }
+    }
+    return known_sampler(low);
+}
+
+const char *sdc_srv_scheduler_from_label(const char *label) {
+    if (!label) return NULL;
+    char low[64];
+    lower_copy(low, sizeof low, label);
+    for (char *c = low; *c; c++)
+        if (*c == ' ' || *c == '-') *c = '_';
+    if (!strcmp(low, "automatic") || !strcmp(low, "default") || !*low) return "";
+    if (!strcmp(low, "align_your_steps")) return "ays";
+    if (!strcmp(low, "uniform")) return "sgm_uniform";
+    return known_scheduler(low);
+}
+
+static bool set_name(parse_ctx *pc, char *dst, size_t n, const char *value,
+                     const char *field_name) {
+    if (!value) return reject(pc, 400, "unknown %s", field_name);
+    snprintf(dst, n, "%s", value);
+    return true;
+}
+
+static bool check_output_format(parse_ctx *pc, const cJSON *obj) {
+    const char *fmt = NULL;
+    if (!get_string(pc, obj, "output_format", &fmt)) return false;
+    if (fmt && strcasecmp(fmt, "png"))
+        return reject(pc, 400, "output_format '%s' is not supported: sdc-server writes png only",
+                      fmt);
+    int64_t comp = 0;
+    return get_i64(pc, obj, "output_compression", INT32_MIN, INT32_MAX, &comp, NULL);
+}
+
+/* ---- the native (sdcpp) schema; also what sd_cpp_extra_args carries ---- */
+
+static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
+    if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
+    int64_t ignored = 0;
+    bool b = false;
+    if (!get_owned_string(pc, j, "prompt", &r->prompt) ||
+        !get_owned_string(pc, j, "negative_prompt", &r->negative_prompt) ||
+        !get_int(pc, j, "width", INT32_MIN, INT32_MAX, &r->width, &r->size_given) ||
+        !get_int(pc, j, "height", INT32_MIN, INT32_MAX, &r->height, &r->size_given) ||
+        !get_float(pc, j, "strength", &r->strength) ||
+        !get_i64(pc, j, "seed", INT64_MIN, INT64_MAX, &r->seed, NULL) ||
+        !get_int(pc, j, "batch_count", INT32_MIN, INT32_MAX, &r->batch_count, NULL) ||
+        !get_i64(pc, j, "clip_skip", INT32_MIN, INT32_MAX, &ignored, NULL) ||
+        !get_bool(pc, j, "embed_image_metadata", &b) ||
+        !get_image(pc, j, "init_image", &r->init_rgb, &r->init_w, &r->init_h) ||
+        !get_image(pc, j, "mask_image", &r->mask_rgb, &r->mask_w, &r->mask_h) ||
+        !reject_nonempty_array(pc, j, "lora") || !reject_nonempty_array(pc, j, "ref_images") ||
+        !check_output_format(pc, j))
+        return false;
+    if (field(j, "control_image"))
+        return reject(pc, 400, "'control_image' is not supported by sdc");
+    const cJSON *hires = NULL;
+    if (!get_object(pc, j, "hires", &hires)) return false;
+    if (hires) {
+        bool on = false;
+        if (!get_bool(pc, hires, "enabled", &on)) return false;
+        if (on) return reject(pc, 400, "'hires' is not supported by sdc");
+    }
+    const cJSON *sp = NULL, *guidance = NULL;
+    if (!get_object(pc, j, "sample_params", &sp)) return false;
+    if (!sp) return true;
+    const char *sched = NULL, *method = NULL;
+    if (!get_string(pc, sp, "scheduler", &sched) || !get_string(pc, sp, "sample_method", &method) ||
+        !get_int(pc, sp, "sample_steps", INT32_MIN, INT32_MAX, &r->steps, NULL) ||
+        !get_float(pc, sp, "eta", &r->eta) ||
+        !get_i64(pc, sp, "shifted_timestep", INT32_MIN, INT32_MAX, &ignored, NULL) ||
+        !reject_nonempty_array(pc, sp, "custom_sigmas") ||
+        !get_object(pc, sp, "guidance", &guidance))
+        return false;
+    if (sched && !set_name(pc, r->scheduler, sizeof r->scheduler, known_scheduler(sched),
+                           "sample_params.scheduler"))
+        return false;
+    if (method && !set_name(pc, r->sampler, sizeof r->sampler, known_sampler(method),
+                            "sample_params.sample_method"))
+        return false;
+    if (guidance && !get_float(pc, guidance, "txt_cfg", &r->cfg_scale)) return false;
+    return true;
+}
+
+/* Cuts "<sd_cpp_extra_args>{...}</sd_cpp_extra_args>" out of r->prompt and applies it. */
+static bool apply_extra_args(parse_ctx *pc, sdc_srv_request *r) {
+    if (!r->prompt) return true;
+    char *open = strstr(r->prompt, EXTRA_OPEN);
+    if (!open) return true;
+    char *json = open + strlen(EXTRA_OPEN);
+    char *close = strstr(json, EXTRA_CLOSE);
+    if (!close) return reject(pc, 400, "sd_cpp_extra_args: missing " EXTRA_CLOSE);
+    cJSON *extra = cJSON_ParseWithLength(json, (size_t)(close - json));
+    if (!extra) return reject(pc, 400, "sd_cpp_extra_args: invalid JSON");
+    /* the extra block's own prompt wins; otherwise the prompt is what surrounds the block */
+    char *outer = NULL;
+    size_t before = (size_t)(open - r->prompt);
+    const char *after = close + strlen(EXTRA_CLOSE);
+    outer = malloc(before + strlen(after) + 1);
+    if (!outer) {
+        cJSON_Delete(extra);
+        return reject(pc, 500, "out of memory");
+    }
+    memcpy(outer, r->prompt, before);
+    strcpy(outer + before, after);
+    free(r->prompt);
+    r->prompt = outer;
+    bool ok = apply_native(pc, extra, r);
+    cJSON_Delete(extra);
+    if (ok && r->prompt && strstr(r->prompt, EXTRA_OPEN))
+        return reject(pc, 400, "sd_cpp_extra_args: only one block is allowed");
+    return ok;
+}
+
+/* ---- OpenAI ---- */
+
+static bool parse_size(parse_ctx *pc, const char *s, sdc_srv_request *r) {
+    if (!strcmp(s, "auto")) return true;
+    int w = 0, h = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9' && w < 1000000; p++) w = w * 10 + (*p - '0');
+    if (p == s || (*p != 'x' && *p != 'X'))
+        return reject(pc, 400, "'size' must look like 512x512 (got '%.40s')", s);
+    const char *q = ++p;
+    for (; *p >= '0' && *p <= '9' && h < 1000000; p++) h = h * 10 + (*p - '0');
+    if (p == q || *p) return reject(pc, 400, "'size' must look like 512x512 (got '%.40s')", s);
+    r->width = w;
+    r->height = h;
+    r->size_given = true;
+    return true;
+}
+
+static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool edit) {
+    if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
+    const cJSON *prompt = field(j, "prompt");
+    if (!prompt) return reject(pc, 400, "'prompt' is required");
+    const char *size = NULL, *resp_fmt = NULL;
+    if (!get_owned_string(pc, j, "prompt", &r->prompt) ||
+        !get_int(pc, j, "n", INT32_MIN, INT32_MAX, &r->batch_count, NULL) ||
+        !get_string(pc, j, "size", &size) || !get_string(pc, j, "response_format", &resp_fmt) ||
+        !check_output_format(pc, j))
+        return false;
+    if (size && !parse_size(pc, size, r)) return false;
+    if (resp_fmt && strcmp(resp_fmt, "b64_json"))
+        return reject(pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
+    if (edit) {
+        const cJSON *img = field(j, "image");
+        if (!img) img = field(j, "image[]");
+        if (cJSON_IsArray(img)) img = cJSON_GetArrayItem(img, 0);
+        if (!img) return reject(pc, 400, "'image' is required");
+        if (!cJSON_IsString(img)) return reject(pc, 400, "'image' must be a base64 string");
+        if (!decode_png(pc, "image", img->valuestring, strlen(img->valuestring), true, &r->init_rgb,
+                        &r->init_w, &r->init_h) ||
+            !get_image(pc, j, "mask", &r->mask_rgb, &r->mask_w, &r->mask_h))
+            return false;
+    }
+    return true;
+}
+
+/* ---- A1111 ---- */
+
+static bool apply_sdapi(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool img2img) {
+    if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
+    int batch_size = 1, n_iter = 1;
+    float denoise = r->strength;
+    const char *sampler = NULL, *sched = NULL;
+    bool invert = false;
+    if (!get_owned_string(pc, j, "prompt", &r->prompt) ||
+        !get_owned_string(pc, j, "negative_prompt", &r->negative_prompt) ||
+        !get_int(pc, j, "width", INT32_MIN, INT32_MAX, &r->width, &r->size_given) ||
+        !get_int(pc, j, "height", INT32_MIN, INT32_MAX, &r->height, &r->size_given) ||
+        !get_int(pc, j, "steps", INT32_MIN, INT32_MAX, &r->steps, NULL) ||
+        !get_float(pc, j, "cfg_scale", &r->cfg_scale) ||
+        !get_i64(pc, j, "seed", INT64_MIN, INT64_MAX, &r->seed, NULL) ||
+        !get_int(pc, j, "batch_size", 1, 1000, &batch_size, NULL) ||
+        !get_int(pc, j, "n_iter", 1, 1000, &n_iter, NULL) ||
+        !get_string(pc, j, "sampler_name", &sampler) || !get_string(pc, j, "scheduler", &sched) ||
+        !get_float(pc, j, "denoising_strength", &denoise) ||
+        !get_bool(pc, j, "inpainting_mask_invert", &invert) ||
+        !reject_nonempty_array(pc, j, "lora"))
+        return false;
+    if (!r->prompt || !*r->prompt) return reject(pc, 400, "'prompt' is required");
+    r->batch_count = batch_size * n_iter;
+    if (sched && !set_name(pc, r->scheduler, sizeof r->scheduler,
+                           sdc_srv_scheduler_from_label(sched), "scheduler"))
+        return false;
+    if (sampler) {
+        const char *from_label = NULL;
+        const char *name = sdc_srv_sampler_from_label(sampler, &from_label);
+        if (!set_name(pc, r->sampler, sizeof r->sampler, name, "sampler_name")) return false;
+        /* "DPM++ 2M Karras": the label's scheduler, unless one is named explicitly */
+        if (from_label && (!sched || !r->scheduler[0]))
+            snprintf(r->scheduler, sizeof r->scheduler, "%s", from_label);
+    }
+    bool hr = false;
+    if (!get_bool(pc, j, "enable_hr", &hr)) return false;
+    if (hr) return reject(pc, 400, "'enable_hr' (highres fix) is not supported by sdc");
+    if (!img2img) return true; /* txt2img: denoising_strength belongs to highres fix */
+    r->strength = denoise < 0.01f ? 0.01f : denoise > 1.0f ? 1.0f : denoise;
+    const cJSON *inits = field(j, "init_images");
+    if (!inits) return reject(pc, 400, "'init_images' is required");
+    if (!cJSON_IsArray(inits)) return reject(pc, 400, "'init_images' must be an array");
+    const cJSON *first = cJSON_GetArrayItem(inits, 0);
+    if (!first) return reject(pc, 400, "'init_images' is empty");
+    if (!cJSON_IsString(first)) return reject(pc, 400, "'init_images' must hold base64 strings");
+    if (!decode_png(pc, "init_images[0]", first->valuestring, strlen(first->valuestring), true,
+                    &r->init_rgb, &r->init_w, &r->init_h) ||
+        !get_image(pc, j, "mask", &r->mask_rgb, &r->mask_w, &r->mask_h))
+        return false;
+    if (invert && r->mask_rgb) {
+        size_t n = (size_t)r->mask_w * (size_t)r->mask_h * 3;
+        for (size_t i = 0; i < n; i++) r->mask_rgb[i] = (uint8_t)(255 - r->mask_rgb[i]);
+    }
+    return true;
+}
+
+/* ---- finishing: sizes and ranges ---- */
+
+/* Bilinear resize of an RGB image (A1111 resizes init images to the requested size). */
+static uint8_t *resize_rgb(const uint8_t *src, int sw, int sh, int dw, int dh) {
+    uint8_t *dst = malloc((size_t)dw * (size_t)dh * 3);
+    if (!dst) return NULL;
+    for (int y = 0; y < dh; y++) {
+        double fy = ((double)y + 0.5) * sh / dh - 0.5;
+        if (fy < 0) fy = 0;
+        int y0 = (int)fy, y1 = y0 + 1 < sh ? y0 + 1 : y0;
+        double wy = fy - y0;
+        for (int x = 0; x < dw; x++) {
+            double fx = ((double)x + 0.5) * sw / dw - 0.5;
+            if (fx < 0) fx = 0;
+            int x0 = (int)fx, x1 = x0 + 1 < sw ? x0 + 1 : x0;
+            double wx = fx - x0;
+            for (int c = 0; c < 3; c++) {
+                double a = src[((size_t)y0 * sw + x0) * 3 + c],
+                       b = src[((size_t)y0 * sw + x1) * 3 + c];
+                double e = src[((size_t)y1 * sw + x0) * 3 + c],
+                       f = src[((size_t)y1 * sw + x1) * 3 + c];
+                double v = (a * (1 - wx) + b * wx) * (1 - wy) + (e * (1 - wx) + f * wx) * wy;
+                dst[((size_t)y * dw + x) * 3 + c] = (uint8_t)(v + 0.5);
+            }
+        }
+    }
+    return dst;
+}
+
+static bool fit_image(parse_ctx *pc, uint8_t **rgb, int *w, int *h, int tw, int th) {
+    if (*w == tw && *h == th) return true;
+    uint8_t *resized = resize_rgb(*rgb, *w, *h, tw, th);
+    if (!resized) return reject(pc, 500, "out of memory resizing an image");
+    free(*rgb);
+    *rgb = resized;
+    *w = tw;
+    *h = th;
+    return true;
+}
+
+static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
+    if (!apply_extra_args(pc, r)) return false;
+    if (r->init_rgb && !r->size_given) {
+        /* sizes snap down to a multiple of 8, as sd-cli's -i does */
+        r->width = r->init_w / 8 * 8;
+        r->height = r->init_h / 8 * 8;
+    }
+    if (r->mask_rgb && !r->init_rgb) return reject(pc, 400, "a mask needs an init image");
+    if (r->width < 8 || r->width > d->max_side || r->width % 8)
+        return reject(pc, 400, "width must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
+                      r->width);
+    if (r->height < 8 || r->height > d->max_side || r->height % 8)
+        return reject(pc, 400, "height must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
+                      r->height);
+    if (r->steps < 1 || r->steps > d->max_steps)
+        return reject(pc, 400, "steps must be in [1, %d] (got %d)", d->max_steps, r->steps);
+    if (r->batch_count < 1 || r->batch_count > d->max_batch)
+        return reject(pc, 400, "the image count must be in [1, %d] (got %d)", d->max_batch,
+                      r->batch_count);
+    if (!(r->strength > 0.0f && r->strength <= 1.0f))
+        return reject(pc, 400, "strength must be in (0, 1] (got %g)", (double)r->strength);
+    if (r->init_rgb && !fit_image(pc, &r->init_rgb, &r->init_w, &r->init_h, r->width, r->height))
+        return false;
+    if (r->mask_rgb && !fit_image(pc, &r->mask_rgb, &r->mask_w, &r->mask_h, r->width, r->height))
+        return false;
+    return true;
+}
+
+static bool init_request(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
+    memset(r, 0, sizeof *r);
+    r->width = d->width;
+    r->height = d->height;
+    r->steps = d->steps;
+    r->batch_count = d->batch_count;
+    r->cfg_scale = d->cfg_scale;
+    r->strength = d->strength;
+    r->eta = d->eta;
+    r->seed = d->seed;
+    if (d->sampler) snprintf(r->sampler, sizeof r->sampler, "%s", d->sampler);
+    if (d->scheduler) snprintf(r->scheduler, sizeof r->scheduler, "%s", d->scheduler);
+    return set_string(pc, &r->prompt, d->prompt ? d->prompt : "",
+                      strlen(d->prompt ? d->prompt : "")) &&
+           set_string(pc, &r->negative_prompt, d->negative_prompt ? d->negative_prompt : "",
+                      strlen(d->negative_prompt ? d->negative_prompt : ""));
+}
+
+void sdc_srv_request_free(sdc_srv_request *r) {
+    if (!r) return;
+    free(r->prompt);
+    free(r->negative_prompt);
+    free(r->init_rgb);
+    free(r->mask_rgb);
+    memset(r, 0, sizeof *r);
+}
+
+int sdc_srv_parse_json(sdc_srv_api api, const char *body, size_t len, const sdc_srv_defaults *d,
+                       sdc_srv_request *r, char *err, size_t err_size) {
+    parse_ctx pc = {err, err_size, 0};
+    if (err_size) err[0] = '\0';
+    if (!init_request(&pc, d, r)) return pc.status;
+    if (!body || len == 0) {
+        reject(&pc, 400, "the request body is empty (expected JSON)");
+        return pc.status;
+    }
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!j) {
+        reject(&pc, 400, "the request body is not valid JSON");
+        return pc.status;
+    }
+    bool ok = false;
+    switch (api) {
+    case SDC_SRV_API_SDCPP:
+        ok = apply_native(&pc, j, r);
+        if (ok && r->prompt && strstr(r->prompt, EXTRA_OPEN))
+            ok = reject(&pc, 400, "sd_cpp_extra_args is not used with /sdcpp/v1");
+        break;
+    case SDC_SRV_API_OPENAI_GENERATE:
+        ok = apply_openai(&pc, j, r, false);
+        break;
+    case SDC_SRV_API_OPENAI_EDIT:
+        ok = apply_openai(&pc, j, r, true);
+        break;
+    case SDC_SRV_API_SDAPI_TXT2IMG:
+        ok = apply_sdapi(&pc, j, r, false);
+        break;
+    case SDC_SRV_API_SDAPI_IMG2IMG:
+        ok = apply_sdapi(&pc, j, r, true);
+        break;
+    }
+    cJSON_Delete(j);
+    if (ok) ok = finish(&pc, d, r);
+    return ok ? 0 : (pc.status ? pc.status : 400);
+}
+
+/* ---- multipart/form-data (RFC 7578), enough for OpenAI image edits ---- */
+
+static const char *memfind(const char *hay, size_t n, const char *needle, size_t m) {
+    if (m == 0 || n < m) return NULL;
+    for (const char *p = hay; (p = memchr(p, needle[0], (size_t)(hay + n - p) - m + 1));) {
+        if (!memcmp(p, needle, m)) return p;
+        p++;
+        if ((size_t)(hay + n - p) < m) break;
+    }
+    return NULL;
+}
+
+/* Value of `name=` in a header line ("...; name=\"image[]\"; ..."), copied into out. */
+static bool header_param(const char *line, size_t n, const char *name, char *out, size_t out_size) {
+    size_t k = strlen(name);
+    for (size_t i = 0; i + k + 1 <= n; i++) {
+        if ((i == 0 || line[i - 1] == ' ' || line[i - 1] == ';') &&
+            !strncasecmp(line + i, name, k) && line[i + k] == '=') {
+            const char *v = line + i + k + 1, *end = line + n;
+            size_t len = 0;
+            if (v < end && *v == '"') {
+                v++;
+                while (v + len < end && v[len] != '"') len++;
+            } else {
+                while (v + len < end && v[len] != ';' && v[len] != ' ') len++;
+            }
+            if (len >= out_size) return false;
+            memcpy(out, v, len);
+            out[len] = '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
+int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, size_t len,
+                                 const sdc_srv_defaults *d, sdc_srv_request *r, char *err,
+                                 size_t err_size) {
+    parse_ctx pc = {err, err_size, 0};
+    if (err_size) err[0] = '\0';
+    if (!init_request(&pc, d, r)) return pc.status;
+    char boundary[80] = "--";
+    if (!content_type ||
+        !header_param(content_type, strlen(content_type), "boundary", boundary + 2,
+                      sizeof boundary - 2) ||
+        !boundary[2]) {
+        reject(&pc, 400, "multipart body without a boundary");
+        return pc.status;
+    }
+    size_t blen = strlen(boundary);
+    const char *p = memfind(body, len, boundary, blen), *end = body + len;
+    bool have_prompt = false, have_image = false;
+    cJSON *fields = cJSON_CreateObject(); /* text fields, then parsed like the JSON edit */
+    if (!fields) {
+        reject(&pc, 500, "out of memory");
+        return pc.status;
+    }
+    while (p && !pc.status) {
+        p += blen;
+        if (end - p >= 2 && p[0] == '-' && p[1] == '-') break; /* closing boundary */
+        if (end - p < 2 || p[0] != '\r' || p[1] != '\n') {
+            reject(&pc, 400, "malformed multipart body");
+            break;
+        }
+        p += 2;
+        const char *hdr_end = memfind(p, (size_t)(end - p), "\r\n\r\n", 4);
+        if (!hdr_end) {
+            reject(&pc, 400, "malformed multipart part headers");
+            break;
+        }
+        char name[64] = "";
+        bool is_file = false;
+        for (const char *line = p; line < hdr_end;) {
+            const char *eol = memfind(line, (size_t)(hdr_end + 2 - line), "\r\n", 2);
+            size_t n = (size_t)(eol - line);
+            if (n > 20 && !strncasecmp(line, "content-disposition:", 20)) {
+                header_param(line, n, "name", name, sizeof name);
+                char filename[256]; /* only its presence matters: a file part */
+                is_file = header_param(line, n, "filename", filename, sizeof filename) || is_file;
+            }
+            line = eol + 2;
+        }
+        const char *data = hdr_end + 4;
+        char delim[84];
+        snprintf(delim, sizeof delim, "\r\n%s", boundary);
+        const char *next = memfind(data, (size_t)(end - data), delim, blen + 2);
+        if (!next) {
+            reject(&pc, 400, "multipart body is truncated");
+            break;
+        }
+        size_t n = (size_t)(next - data);
+        if (!strcmp(name, "image") || !strcmp(name, "image[]")) {
+            if (!have_image) /* several images: the first is the init image */
+                decode_png(&pc, "image", data, n, !is_file && n > 0 && data[0] != '\x89',
+                           &r->init_rgb, &r->init_w, &r->init_h);
+            have_image = true;
+        } else if (!strcmp(name, "mask")) {
+            decode_png(&pc, "mask", data, n, !is_file && n > 0 && data[0] != '\x89', &r->mask_rgb,
+                       &r->mask_w, &r->mask_h);
+        } else if (name[0] && !is_file) {
+            char *text = malloc(n + 1);
+            if (!text) {
+                reject(&pc, 500, "out of memory");
+                break;
+            }
+            memcpy(text, data, n);
+            text[n] = '\0';
+            cJSON *v = NULL;
+            if (!strcmp(name, "n") || !strcmp(name, "output_compression")) {
+                char *e = NULL;
+                double x = strtod(text, &e);
+                if (e == text || *e)
+                    reject(&pc, 400, "'%s' must be an integer", name);
+                else
+                    v = cJSON_CreateNumber(x);
+            } else {
+                v = cJSON_CreateString(text);
+            }
+            free(text);
+            if (v) {
+                cJSON_DeleteItemFromObjectCaseSensitive(fields, name);
+                cJSON_AddItemToObject(fields, name, v);
+            }
+            if (!strcmp(name, "prompt")) have_prompt = true;
+        }
+        p = next + 2;
+    }
+    if (!pc.status && !p) reject(&pc, 400, "multipart body without parts");
+    if (!pc.status && !have_prompt) reject(&pc, 400, "'prompt' is required");
+    if (!pc.status && !have_image) reject(&pc, 400, "'image' is required");
+    if (!pc.status) {
+        /* text fields are read with the JSON rules; the images are already decoded */
+        const char *size = NULL, *resp_fmt = NULL;
+        if (get_owned_string(&pc, fields, "prompt", &r->prompt) &&
+            get_int(&pc, fields, "n", INT32_MIN, INT32_MAX, &r->batch_count, NULL) &&
+            get_string(&pc, fields, "size", &size) &&
+            get_string(&pc, fields, "response_format", &resp_fmt) &&
+            check_output_format(&pc, fields) && (!size || parse_size(&pc, size, r))) {
+            if (resp_fmt && strcmp(resp_fmt, "b64_json"))
+                reject(&pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
+        }
+    }
+    cJSON_Delete(fields);
+    if (!pc.status) finish(&pc, d, r);
+    return pc.status;
+}

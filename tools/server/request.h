@@ -1,0 +1,64 @@
+/* Request parsing of sdc-server: HTTP bodies of the three API families (sd.cpp's sdcpp
+ * native schema, OpenAI images, A1111 sdapi) into one generation request. Pure: no
+ * sockets, no model; the fuzz target tests/fuzz/fuzz_server_request.c drives it. */
+#ifndef SDC_SERVER_REQUEST_H
+#define SDC_SERVER_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Server defaults (from the command line) and limits a request must respect. */
+typedef struct sdc_srv_defaults {
+    const char *prompt, *negative_prompt;
+    int width, height, steps, batch_count;
+    float cfg_scale, strength, eta; /* eta NAN: the sampler's default */
+    int64_t seed;
+    const char *sampler, *scheduler; /* NULL: the model's default */
+    int max_side, max_steps, max_batch;
+} sdc_srv_defaults;
+
+void sdc_srv_defaults_init(sdc_srv_defaults *d);
+
+typedef enum sdc_srv_api {
+    SDC_SRV_API_SDCPP,           /* POST /sdcpp/v1/img_gen */
+    SDC_SRV_API_OPENAI_GENERATE, /* POST /v1/images/generations */
+    SDC_SRV_API_OPENAI_EDIT,     /* POST /v1/images/edits (JSON body) */
+    SDC_SRV_API_SDAPI_TXT2IMG,   /* POST /sdapi/v1/txt2img */
+    SDC_SRV_API_SDAPI_IMG2IMG,   /* POST /sdapi/v1/img2img */
+} sdc_srv_api;
+
+typedef struct sdc_srv_request {
+    char *prompt, *negative_prompt; /* owned */
+    int width, height, steps, batch_count;
+    float cfg_scale, strength, eta;
+    int64_t seed;
+    char sampler[32], scheduler[32]; /* "" : model default */
+    uint8_t *init_rgb;               /* owned, init_w*init_h*3, NULL: txt2img */
+    int init_w, init_h;
+    uint8_t *mask_rgb; /* owned, same size as init after parsing */
+    int mask_w, mask_h;
+    bool size_given; /* width/height came from the request */
+} sdc_srv_request;
+
+/* Parses a JSON body. Returns 0 and fills *r, or an HTTP status (400, 500 for out of
+ * memory) with a one-line message in err. *r is always safe to sdc_srv_request_free. */
+int sdc_srv_parse_json(sdc_srv_api api, const char *body, size_t len, const sdc_srv_defaults *d,
+                       sdc_srv_request *r, char *err, size_t err_size);
+
+/* Parses a multipart/form-data body of POST /v1/images/edits; content_type is the
+ * request's Content-Type header (it names the boundary). Same results as above. */
+int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, size_t len,
+                                 const sdc_srv_defaults *d, sdc_srv_request *r, char *err,
+                                 size_t err_size);
+
+void sdc_srv_request_free(sdc_srv_request *r);
+
+/* sd.cpp's sampler spelling for a name ("euler_a") or an A1111 label ("Euler a",
+ * "k_euler_a"); NULL if unknown. *scheduler is set when the label names one too
+ * ("DPM++ 2M Karras"), else left alone. */
+const char *sdc_srv_sampler_from_label(const char *label, const char **scheduler);
+/* The same for schedulers ("Karras", "SGM Uniform", "normal"); "" for "Automatic". */
+const char *sdc_srv_scheduler_from_label(const char *label);
+
+#endif
