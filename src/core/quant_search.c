@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "core/quant_search.h"
+#include "cpu/cpu_features.h"
 
 #define MAX_GROUP 32 /* largest group any caller searches */
 
@@ -63,6 +64,10 @@ static inline float affine_error(float diff, bool use_mad) {
 
 float sdc_qsearch_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
                          float *neg_min, float rmin, float rdelta, int nstep, bool use_mad) {
+#if defined(SDC_HAVE_X86)
+    if (n <= MAX_GROUP && sdc_cpu_isa() >= SDC_ISA_AVX2)
+        return sdc_qsearch_affine_avx2(n, nmax, x, w, L, neg_min, rmin, rdelta, nstep, use_mad);
+#endif
     float min = x[0], max = x[0];
     float sum_w = w[0];
     float sum_x = sum_w * x[0];

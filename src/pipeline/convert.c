@@ -5,6 +5,7 @@
  * each tensor's rows are quantised by all threads. */
 #include "pipeline/convert.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,7 +304,8 @@ static int st_dtype_of(sdc_type t) {
     }
 }
 
-static sdc_status write_safetensors(convert_state *cs, const sdc_convert_params *p) {
+static sdc_status write_safetensors(convert_state *cs, const sdc_convert_params *p,
+                                    const char *path) {
     sdc_st_writer *w;
     sdc_status s = sdc_st_writer_create(&w);
     if (s != SDC_OK) return s;
@@ -322,13 +324,13 @@ static sdc_status write_safetensors(convert_state *cs, const sdc_convert_params 
         s = sdc_st_writer_add(w, o->src->name, (sdc_st_dtype)dt, o->n_dims, shape, NULL);
     }
     if (s == SDC_OK) s = sdc_st_writer_set_metadata(w, "format", "pt");
-    if (s == SDC_OK) s = sdc_st_writer_write(w, p->output_path, st_fill, cs);
+    if (s == SDC_OK) s = sdc_st_writer_write(w, path, st_fill, cs);
     sdc_st_writer_free(w);
     return s;
 }
 
 static sdc_status write_gguf(convert_state *cs, const sdc_convert_params *p,
-                             const char *const *files, int n_files) {
+                             const char *const *files, int n_files, const char *path) {
     sdc_gguf_writer *w;
     sdc_status s = sdc_gguf_writer_create(&w);
     if (s != SDC_OK) return s;
@@ -356,7 +358,7 @@ static sdc_status write_gguf(convert_state *cs, const sdc_convert_params *p,
         out_tensor *o = &cs->t[i];
         s = sdc_gguf_add_tensor_fn(w, o->src->name, o->type, o->n_dims, o->src->ne, gguf_fill, cs);
     }
-    if (s == SDC_OK) s = sdc_gguf_write_file(w, p->output_path);
+    if (s == SDC_OK) s = sdc_gguf_write_file(w, path);
     free(dtypes);
     sdc_gguf_writer_free(w);
     return s;
@@ -419,10 +421,17 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
         changed += o->type != o->src->type;
     }
     SDC_LOGI("convert: %d tensors from %d file(s), %d converted", cs.n, n_files, changed);
+    /* write beside the target and rename at the end: a failed run leaves no partial file,
+     * and an input given as output is never truncated while it is mapped */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.part", p->output_path);
     if (ends_with(p->output_path, ".safetensors"))
-        s = write_safetensors(&cs, p);
+        s = write_safetensors(&cs, p, tmp);
     else
-        s = write_gguf(&cs, p, files, n_files);
+        s = write_gguf(&cs, p, files, n_files, tmp);
+    if (s == SDC_OK && rename(tmp, p->output_path) != 0)
+        s = sdc_fail(SDC_ERR_IO, "%s: cannot rename %s: %s", p->output_path, tmp, strerror(errno));
+    if (s != SDC_OK) remove(tmp);
     if (s == SDC_OK)
         SDC_LOGI("convert: wrote %s in %.2fs (%d tensors quantised with importances)",
                  p->output_path, now_s() - cs.t0, cs.with_imatrix);

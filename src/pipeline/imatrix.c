@@ -315,6 +315,7 @@ sdc_status sdc_imatrix_save_memory(const sdc_imatrix *im, void **out, size_t *si
     memcpy(buf, &stored, 4);
     free(vals);
     if (stored < im->n) SDC_LOGW("imatrix: storing only %d of %d entries", stored, im->n);
+    if (stored == 0) SDC_LOGW("imatrix: nothing was collected; the file will not load anywhere");
     *out = buf;
     *size = (size_t)(p - buf);
     return SDC_OK;

@@ -7,6 +7,7 @@
 
 #include "core/quant.h"
 #include "core/types.h"
+#include "cpu/cpu_features.h"
 #include "io/gguf.h"
 #include "io/model_loader.h"
 #include "io/safetensors.h"
@@ -175,8 +176,171 @@ static void test_pick_rules(void) {
     sdc_quant_rules_free(r);
 }
 
+/* sd.cpp's rule (ModelLoader::tensor_should_be_converted, the parts that concern MiniT2I
+ * and T5): everything whose rows fit the block, except .bias and a list of substrings. */
+static bool sdcpp_converts(const char *name, int64_t ne0) {
+    static const char *const keep[] = {"t_embedder.", "x_embedder.", "final_layer.", "pos_embed",
+                                       "embedding"};
+    size_t n = strlen(name);
+    if (ne0 % 32 || (n > 5 && !strcmp(name + n - 5, ".bias"))) return false;
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        if (strstr(name, keep[i])) return false;
+    return true;
+}
+
+static double psnr(const sdc_image *a, const sdc_image *b) {
+    double se = 0;
+    size_t n = (size_t)a->width * a->height * 3;
+    for (size_t i = 0; i < n; i++)
+        se += ((double)a->data[i] - b->data[i]) * ((double)a->data[i] - b->data[i]);
+    return se == 0 ? INFINITY : 10.0 * log10(255.0 * 255.0 * (double)n / se);
+}
+
+static sdc_image *gen_tiny(const char *model, const char *dit, const char *t5) {
+    sdc_context_params cp;
+    sdc_context_params_init(&cp);
+    cp.model_path = model;
+    cp.diffusion_model_path = dit;
+    cp.t5xxl_path = t5;
+    cp.t5_tokenizer_path = GOLDEN("minit2i/tokenizer_sdcpp_compat.json");
+    cp.n_threads = 2;
+    sdc_context *ctx = NULL;
+    CHECK(sdc_context_create(&cp, &ctx) == SDC_OK, "context: %s", sdc_last_error());
+    if (!ctx) return NULL;
+    sdc_generate_params p;
+    sdc_generate_params_init(&p);
+    p.prompt = "a cat";
+    p.width = p.height = 64;
+    p.steps = 4;
+    p.cfg_scale = 6;
+    p.seed = 42;
+    p.rng = "cpu";
+    sdc_image *img = NULL;
+    int n = 0;
+    CHECK(sdc_generate_image(ctx, &p, &img, &n) == SDC_OK, "generate: %s", sdc_last_error());
+    sdc_context_free(ctx);
+    return img;
+}
+
+/* A GGUF laid out as sd.cpp's convert writes it for --type q8_0 (1-D norms and mask_token
+ * quantised too) loads and generates close to the F32 image. */
+static void test_sdcpp_style_gguf(void) {
+    sdc_loader *l;
+    sdc_loader_create(&l);
+    sdc_loader_add_file(l, GOLDEN("minit2i/minit2i_a_dit_f32.safetensors"),
+                        "model.diffusion_model.");
+    sdc_loader_add_file(l, GOLDEN("minit2i/minit2i_a_t5_f32.safetensors"),
+                        "text_encoders.t5xxl.transformer.");
+    sdc_gguf_writer *w;
+    sdc_gguf_writer_create(&w);
+    int n = sdc_loader_tensor_count(l), quantised = 0, one_row = 0;
+    void **bufs = calloc((size_t)n, sizeof *bufs);
+    for (int i = 0; i < n; i++) {
+        sdc_tensor *t = sdc_loader_tensor_at(l, i);
+        int nd = 1;
+        for (int d = 1; d < 4; d++)
+            if (t->ne[d] > 1) nd = d + 1;
+        if (sdcpp_converts(t->name, t->ne[0])) {
+            size_t bytes =
+                sdc_type_row_bytes(SDC_TYPE_Q8_0, t->ne[0]) * (size_t)sdc_tensor_nrows(t);
+            bufs[i] = malloc(bytes);
+            sdc_convert_tensor_data(t, SDC_TYPE_Q8_0, bufs[i], NULL, NULL);
+            sdc_gguf_add_tensor(w, t->name, SDC_TYPE_Q8_0, nd, t->ne, bufs[i]);
+            quantised++;
+            one_row += sdc_tensor_nrows(t) == 1;
+        } else {
+            sdc_gguf_add_tensor(w, t->name, t->type, nd, t->ne, t->data);
+        }
+    }
+    char path[512];
+    tmp_path(path, sizeof path, "sdcpp_style.gguf");
+    CHECK(sdc_gguf_write_file(w, path) == SDC_OK, "write: %s", sdc_last_error());
+    sdc_gguf_writer_free(w);
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    free(bufs);
+    sdc_loader_free(l);
+    sdc_image *ref = gen_tiny(NULL, GOLDEN("minit2i/minit2i_a_dit_f32.safetensors"),
+                              GOLDEN("minit2i/minit2i_a_t5_f32.safetensors"));
+    sdc_image *q = gen_tiny(path, NULL, NULL);
+    if (ref && q) {
+        double db = psnr(ref, q);
+        printf("  sd.cpp-style q8_0 GGUF (%d tensors q8_0, %d of them single-row): PSNR %.1f dB "
+               "vs F32\n",
+               quantised, one_row, db);
+        CHECK(one_row > 0 && db > 30, "sd.cpp-style GGUF: PSNR %.1f dB", db);
+    }
+    sdc_free_images(ref, 1);
+    sdc_free_images(q, 1);
+    remove(path);
+}
+
+/* The AVX2 grid search (quant_search_avx2.c) gives the scalar bytes, plain and with
+ * importances, on data shaped to hit every branch (offset refits, flat groups, outliers). */
+static void test_search_simd_matches_scalar(void) {
+    if (sdc_cpu_isa_supported() < SDC_ISA_AVX2) {
+        printf("  search simd: no AVX2, skipped\n");
+        return;
+    }
+    enum { ROWS = 96, COLS = 512 };
+    static float x[ROWS * COLS], imp[COLS];
+    static uint8_t a[ROWS * COLS], b[ROWS * COLS];
+    unsigned long long seed = 4242;
+    for (int r = 0; r < ROWS; r++)
+        for (int j = 0; j < COLS; j++) {
+            float v = t_randf(&seed);
+            switch (r % 8) {
+            case 0:
+                break; /* uniform */
+            case 1:
+                v = v * v * v * 10;
+                break; /* heavy tails */
+            case 2:
+                v = fabsf(v) + 0.5f;
+                break; /* all positive */
+            case 3:
+                v = (j % 37 == 0) ? 40 * v : 0.01f * v;
+                break; /* outliers */
+            case 4:
+                v = (j / 32) % 2 ? 0 : v;
+                break; /* flat groups */
+            case 5:
+                v = -fabsf(v) - 1;
+                break; /* all negative */
+            case 6:
+                v = 1e-3f * (float)(j % 5);
+                break; /* few levels */
+            default:
+                v = (float)(j % 16) / 15.0f + 0.001f * v; /* on a grid */
+            }
+            x[r * COLS + j] = v;
+        }
+    for (int j = 0; j < COLS; j++) imp[j] = 0.1f + fabsf(t_randf(&seed)) * (j % 7 ? 1 : 20);
+    static const char *const types[] = {"q4_K", "q5_K", "q2_K", "q4_1", "q5_1", "q3_K"};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const sdc_type_traits *tr = sdc_type_get(sdc_type_from_name(types[t]));
+        size_t rb = sdc_type_row_bytes(sdc_type_from_name(types[t]), COLS);
+        for (int use = 0; use < 2; use++) {
+            sdc_cpu_set_isa(SDC_ISA_SCALAR);
+            for (int r = 0; r < ROWS; r++)
+                tr->from_float(x + r * COLS, a + r * rb, COLS, use ? imp : NULL);
+            sdc_cpu_set_isa(SDC_ISA_AVX2);
+            for (int r = 0; r < ROWS; r++)
+                tr->from_float(x + r * COLS, b + r * rb, COLS, use ? imp : NULL);
+            size_t diff = 0;
+            for (size_t i = 0; i < rb * ROWS; i++) diff += a[i] != b[i];
+            CHECK(diff == 0, "%s %s: %zu bytes differ between scalar and AVX2 search", types[t],
+                  use ? "imatrix" : "plain", diff);
+            printf("  search simd %s %-7s: %zu/%zu bytes differ\n", types[t],
+                   use ? "imatrix" : "plain", diff, rb * ROWS);
+        }
+    }
+    sdc_cpu_set_isa(sdc_cpu_isa_supported());
+}
+
 int main(void) {
     test_pick_rules();
+    test_search_simd_matches_scalar();
+    test_sdcpp_style_gguf();
     sdc_st_file *gold;
     CHECK(sdc_st_open(GOLDEN("gguf/quant_expected.safetensors"), &gold) == SDC_OK, "golden: %s",
           sdc_last_error());
