@@ -29,6 +29,10 @@ static void symmetric_fit(int n, int nmax, const float *x, const float *w, float
 }
 
 float sdc_qsearch_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L) {
+#if defined(SDC_HAVE_X86)
+    if (n <= MAX_GROUP && sdc_cpu_isa() >= SDC_ISA_AVX2)
+        return sdc_qsearch_symmetric_avx2(n, nmax, x, w, L);
+#endif
     float amax = 0, max = 0;
     for (int i = 0; i < n; i++) {
         float ax = fabsf(x[i]);

@@ -51,6 +51,8 @@ static inline float sdc_fp16_round(float v) {
  * around -nmax/max and keeps the one with the best weighted least-squares fit
  * (weights w, or x^2 when w is NULL). Writes L[i] = level + nmax; returns the scale. */
 float sdc_qsearch_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L);
+/* The same search with the grid steps side by side in AVX2 lanes (identical results). */
+float sdc_qsearch_symmetric_avx2(int n, int nmax, const float *x, const float *w, int8_t *L);
 
 /* Affine fit x ~ scale * L + min with L in 0..nmax and min <= 0: starts from the
  * min/max grid, then scans nstep+1 grid widths (rmin + rdelta*i levels wider) and solves

@@ -110,3 +110,64 @@ float sdc_qsearch_affine_avx2(int n, int nmax, const float *x, const float *w, u
     *neg_min = -min;
     return scale;
 }
+
+/* sdc_qsearch_symmetric: the 18 grid steps do not depend on each other, so their sums are
+ * computed 8 at a time (each lane in the scalar element order) and then compared in the
+ * scalar step order. */
+float sdc_qsearch_symmetric_avx2(int n, int nmax, const float *x, const float *w, int8_t *L) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < n; i++) {
+        float ax = fabsf(x[i]);
+        if (ax > amax) amax = ax, max = x[i];
+    }
+    if (amax < SDC_QUANT_TINY) {
+        memset(L, 0, (size_t)n);
+        return 0.f;
+    }
+    float wi_s[MAX_GROUP];
+    for (int i = 0; i < n; i++) wi_s[i] = w ? w[i] : x[i] * x[i];
+    /* lane 0 of chunk 0 is the starting fit (iscale -nmax/max), then steps -9..-1, 1..9 */
+    float isc[24];
+    isc[0] = (float)-nmax / max;
+    int k = 1;
+    for (int step = -9; step <= 9; step++)
+        if (step) isc[k++] = -((float)nmax + 0.1f * (float)step) / max;
+    for (; k < 24; k++) isc[k] = isc[0];
+    const __m256 magic = _mm256_set1_ps(12582912.f);
+    const __m256i mant = _mm256_set1_epi32(0x007fffff), half = _mm256_set1_epi32(0x00400000);
+    const __m256i lo = _mm256_set1_epi32(-nmax), hi = _mm256_set1_epi32(nmax - 1);
+    __m256i lv[3][MAX_GROUP];
+    float xl[24], ll[24];
+    for (int c = 0; c < 3; c++) {
+        const __m256 vis = _mm256_loadu_ps(isc + 8 * c);
+        __m256 sxl = _mm256_setzero_ps(), sll = sxl;
+        for (int i = 0; i < n; i++) {
+            __m256 t = _mm256_add_ps(_mm256_mul_ps(vis, _mm256_set1_ps(x[i])), magic);
+            __m256i l = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(t), mant), half);
+            l = _mm256_min_epi32(_mm256_max_epi32(l, lo), hi);
+            lv[c][i] = l;
+            __m256 fl = _mm256_cvtepi32_ps(l);
+            __m256 wi = _mm256_set1_ps(wi_s[i]);
+            sxl = _mm256_add_ps(sxl, _mm256_mul_ps(_mm256_mul_ps(wi, _mm256_set1_ps(x[i])), fl));
+            sll = _mm256_add_ps(sll, _mm256_mul_ps(_mm256_mul_ps(wi, fl), fl));
+        }
+        _mm256_storeu_ps(xl + 8 * c, sxl);
+        _mm256_storeu_ps(ll + 8 * c, sll);
+    }
+    int chosen = 0;
+    float scale = ll[0] ? xl[0] / ll[0] : 0.0f;
+    float best = scale * xl[0];
+    for (k = 1; k < 19; k++) {
+        if (ll[k] > 0 && xl[k] * xl[k] > best * ll[k]) {
+            chosen = k;
+            scale = xl[k] / ll[k];
+            best = scale * xl[k];
+        }
+    }
+    int32_t tmp[8];
+    for (int i = 0; i < n; i++) {
+        _mm256_storeu_si256((__m256i *)tmp, lv[chosen / 8][i]);
+        L[i] = (int8_t)(tmp[chosen % 8] + nmax);
+    }
+    return scale;
+}

@@ -315,7 +315,8 @@ static void test_search_simd_matches_scalar(void) {
             x[r * COLS + j] = v;
         }
     for (int j = 0; j < COLS; j++) imp[j] = 0.1f + fabsf(t_randf(&seed)) * (j % 7 ? 1 : 20);
-    static const char *const types[] = {"q4_K", "q5_K", "q2_K", "q4_1", "q5_1", "q3_K"};
+    static const char *const types[] = {"q4_K", "q5_K", "q2_K", "q4_1", "q5_1",
+                                        "q3_K", "q6_K", "q4_0", "q5_0"};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const sdc_type_traits *tr = sdc_type_get(sdc_type_from_name(types[t]));
         size_t rb = sdc_type_row_bytes(sdc_type_from_name(types[t]), COLS);
