@@ -21,6 +21,10 @@
 typedef struct entry {
     sdc_tensor t; /* first member: an sdc_tensor pointer is an entry pointer */
     int file;
+    /* where the tensor lies in the file mapping (NULL if copied): what release_pages may
+     * drop even after a caller points t.data at memory of its own */
+    const void *mapped;
+    size_t mapped_bytes;
 } entry;
 
 typedef struct lfile {
@@ -383,6 +387,8 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
             t->data = dst;
         } else {
             t->data = (void *)s->data;
+            nf->entries[i].mapped = s->data;
+            nf->entries[i].mapped_bytes = s->nbytes;
         }
     }
     for (int i = 0; i < n; i++) {
@@ -500,19 +506,26 @@ const sdc_gguf_kv *sdc_loader_find_kv(const sdc_loader *l, const char *key, int 
 /* Drops the resident pages of a file's mapped weights (they are re-read from the file,
  * usually the page cache, when touched again): a text encoder used once per prompt need
  * not stay in memory while the diffusion model samples. Owned (converted) data stays. */
+/* madvise(DONTNEED) the pages wholly inside one entry's file data; only the file mapping,
+ * never heap memory, which DONTNEED would zero */
+static void release_entry(const entry *e, uintptr_t page) {
+    if (!e->mapped) return;
+    uintptr_t a = (uintptr_t)e->mapped, b = a + e->mapped_bytes;
+    a = (a + page - 1) / page * page;
+    b = b / page * page;
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+void sdc_loader_release_tensor_pages(sdc_loader *l, const sdc_tensor *t) {
+    int file = sdc_loader_tensor_file(l, t);
+    if (file < 0 || !l->files[file].mapped) return;
+    release_entry((const entry *)t, (uintptr_t)sysconf(_SC_PAGESIZE));
+}
+
 void sdc_loader_release_pages(sdc_loader *l, int file) {
     if (!l || file < 0 || file >= l->n_files) return;
     const lfile *f = &l->files[file];
     if (!f->mapped) return;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < f->n; i++) {
-        const sdc_tensor *t = &f->entries[i].t;
-        uintptr_t a = (uintptr_t)t->data, b = a + sdc_tensor_nbytes(t);
-        /* never heap memory: DONTNEED would zero it */
-        if (f->owned && a >= (uintptr_t)f->owned && a < (uintptr_t)f->owned + f->owned_size)
-            continue;
-        a = (a + page - 1) / page * page; /* only pages wholly inside the tensor */
-        b = b / page * page;
-        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
-    }
+    for (int i = 0; i < f->n; i++) release_entry(&f->entries[i], page);
 }

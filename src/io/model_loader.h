@@ -57,6 +57,8 @@ const sdc_st_file *sdc_loader_file_st(const sdc_loader *l, int i);
  * or NULL. `file` (may be NULL) receives that file's index. */
 /* Drops the resident pages of file i's mapped tensors (re-read on next use). */
 void sdc_loader_release_pages(sdc_loader *l, int file);
+/* The same for one tensor of ours (no-op for others). */
+void sdc_loader_release_tensor_pages(sdc_loader *l, const sdc_tensor *t);
 
 const sdc_gguf_kv *sdc_loader_find_kv(const sdc_loader *l, const char *key, int *file);
 

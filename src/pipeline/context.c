@@ -67,12 +67,12 @@ sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
             goto fail;
         ctx->t5_file = sdc_loader_file_count(ctx->weights) - 1;
     }
-    /* --type / --tensor-type-rules: the loaded weights are converted in memory, so the
-     * T5 pages must no longer be released after encoding (they are heap memory now) */
+    /* --type / --tensor-type-rules: the loaded weights are converted into our own memory,
+     * dropping each source tensor's file pages once read (release_pages only ever drops
+     * file-mapped pages, never converted data) */
     if ((s = sdc_convert_loaded_weights(ctx->weights, p->weight_type, p->tensor_type_rules,
                                         p->imatrix, p->n_threads, &ctx->converted)) != SDC_OK)
         goto fail;
-    if (p->weight_type >= 0 || (p->tensor_type_rules && *p->tensor_type_rules)) ctx->t5_file = -1;
     ctx->ws.find = find_weight;
     ctx->ws.user = ctx->weights;
 

@@ -167,6 +167,7 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
             break;
         }
         c->data[c->n++] = d;
+        sdc_loader_release_tensor_pages(l, t); /* the source is read: drop its pages */
         t->type = to;
         t->data = d;
         sdc_tensor_set_contiguous_strides(t);
