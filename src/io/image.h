@@ -8,7 +8,7 @@
 #include "core/status.h"
 
 /* Largest width or height we read or write; keeps w*h*3 far from overflow. */
-#define SDC_PNG_MAX_SIDE 16384
+#define SDC_PNG_MAX_SIDE   16384
 #define SDC_PNG_MAX_PIXELS (8192ULL * 8192ULL) /* 192 MiB of RGB */
 
 /* Reads a PNG (gray, gray+alpha, palette, RGB or RGBA; 1..16 bits; interlaced or not)

@@ -7,8 +7,19 @@
 #include "core/types.h"
 
 typedef enum sdc_st_dtype {
-    SDC_ST_F64, SDC_ST_F32, SDC_ST_F16, SDC_ST_BF16, SDC_ST_I64, SDC_ST_I32,
-    SDC_ST_I16, SDC_ST_I8, SDC_ST_U8, SDC_ST_BOOL, SDC_ST_U16, SDC_ST_U32, SDC_ST_U64,
+    SDC_ST_F64,
+    SDC_ST_F32,
+    SDC_ST_F16,
+    SDC_ST_BF16,
+    SDC_ST_I64,
+    SDC_ST_I32,
+    SDC_ST_I16,
+    SDC_ST_I8,
+    SDC_ST_U8,
+    SDC_ST_BOOL,
+    SDC_ST_U16,
+    SDC_ST_U32,
+    SDC_ST_U64,
 } sdc_st_dtype;
 
 #define SDC_ST_MAX_DIMS 8
