@@ -662,13 +662,18 @@ static sdc_st_file *new_file(const char *label) {
     return f;
 }
 
-sdc_status sdc_st_open_memory(const void *data, size_t size, const char *label, sdc_st_file **out) {
-    *out = NULL;
-    if (!data && size) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_st_open_memory: NULL data");
+/* A file image (mapped by us when `map` is set, which the file then owns) to a parsed file. */
+static sdc_status from_image(const char *label, const void *image, size_t size, void *map,
+                             sdc_st_file **out) {
     sdc_st_file *f = new_file(label);
-    if (!f) return sdc_fail(SDC_ERR_NO_MEMORY, "out of memory");
-    f->image = data;
+    if (!f) {
+        sdc_unmap_file(map, size);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "out of memory");
+    }
+    f->image = image;
     f->size = size;
+    f->map = map;
+    f->map_size = map ? size : 0;
     sdc_status st = open_image(f);
     if (st) {
         sdc_st_close(f);
@@ -678,28 +683,18 @@ sdc_status sdc_st_open_memory(const void *data, size_t size, const char *label, 
     return SDC_OK;
 }
 
+sdc_status sdc_st_open_memory(const void *data, size_t size, const char *label, sdc_st_file **out) {
+    *out = NULL;
+    if (!data && size) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_st_open_memory: NULL data");
+    return from_image(label, data, size, NULL, out);
+}
+
 sdc_status sdc_st_open(const char *path, sdc_st_file **out) {
     *out = NULL;
     void *map;
     size_t size;
-    sdc_status ms = sdc_map_file(path, &map, &size);
-    if (ms != SDC_OK) return ms;
-    sdc_st_file *f = new_file(path);
-    if (!f) {
-        sdc_unmap_file(map, size);
-        return sdc_fail(SDC_ERR_NO_MEMORY, "out of memory");
-    }
-    f->size = size;
-    f->map = map;
-    f->map_size = size;
-    f->image = map;
-    sdc_status st = open_image(f);
-    if (st) {
-        sdc_st_close(f);
-        return st;
-    }
-    *out = f;
-    return SDC_OK;
+    sdc_status st = sdc_map_file(path, &map, &size);
+    return st != SDC_OK ? st : from_image(path, map, size, map, out);
 }
 
 void sdc_st_close(sdc_st_file *f) {
