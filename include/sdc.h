@@ -101,6 +101,10 @@ typedef struct sdc_generate_params {
     const sdc_image *init_image;
     float strength;              /* --strength: share of the schedule that is run (0..1] */
     const sdc_image *mask_image; /* inpainting: white regenerates, black keeps init_image */
+    /* --sigmas: a custom noise schedule (n_sigmas >= 2 values, usually ending in 0); it
+     * replaces the scheduler and sets the step count to n_sigmas - 1, as in sd.cpp */
+    const float *sigmas;
+    int n_sigmas;
     sdc_progress_fn progress;
     void *progress_user;
 } sdc_generate_params;

@@ -159,7 +159,20 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
     if (!ctx || !p) return sdc_fail(SDC_ERR_INVALID_ARG, "generate: NULL context or parameters");
     if (!ctx->dit) return sdc_fail(SDC_ERR_INVALID_ARG, "generate: no diffusion model loaded");
     const sdc_minit2i_config *mc = sdc_minit2i_get_config(ctx->dit);
-    if (p->steps <= 0) return sdc_fail(SDC_ERR_INVALID_ARG, "steps must be > 0 (got %d)", p->steps);
+    if (p->n_sigmas > 0) {
+        if (p->n_sigmas < 2 || !p->sigmas)
+            return sdc_fail(SDC_ERR_INVALID_ARG, "custom sigmas need at least 2 values (got %d)",
+                            p->n_sigmas);
+        for (int i = 0; i < p->n_sigmas; i++)
+            if (!(p->sigmas[i] >= 0.0f && p->sigmas[i] < INFINITY) ||
+                (i < p->n_sigmas - 1 && p->sigmas[i] == 0.0f))
+                return sdc_fail(SDC_ERR_INVALID_ARG,
+                                "custom sigma %d is %g: sigmas must be finite, >= 0, and only the "
+                                "last may be 0",
+                                i, (double)p->sigmas[i]);
+    } else if (p->steps <= 0) {
+        return sdc_fail(SDC_ERR_INVALID_ARG, "steps must be > 0 (got %d)", p->steps);
+    }
     if (p->batch_count < 1)
         return sdc_fail(SDC_ERR_INVALID_ARG, "batch count must be >= 1 (got %d)", p->batch_count);
     if (p->width <= 0 || p->height <= 0 || p->width % mc->patch || p->height % mc->patch)
@@ -238,13 +251,16 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
     /* 2. sigmas: MiniT2I's schedule is linear 1 -> 0 whatever the scheduler flag says */
     sdc_denoiser den;
     sdc_denoiser_init(&den, SDC_PRED_MINIT2I_FLOW);
-    float *sigmas = malloc((size_t)(p->steps + 1) * sizeof(float));
+    int n_sigmas = p->n_sigmas > 0 ? p->n_sigmas : p->steps + 1;
+    float *sigmas = malloc((size_t)n_sigmas * sizeof(float));
     if (!sigmas) {
         s = sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
         goto done;
     }
-    sdc_minit2i_sigmas(p->steps, sigmas);
-    int n_sigmas = p->steps + 1;
+    if (p->n_sigmas > 0)
+        memcpy(sigmas, p->sigmas, (size_t)n_sigmas * sizeof(float));
+    else
+        sdc_minit2i_sigmas(p->steps, sigmas);
     float *init = NULL, *keep = NULL;
     if (p->init_image) {
         /* img2img: run the tail of the schedule from the image noised to its first sigma */

@@ -98,7 +98,9 @@ static void test_all_flags(void) {
               cp.t5_tokenizer_path == a.t5_tokenizer_path && cp.n_threads == 3 &&
               cp.weight_type == 12 && cp.model_path == NULL,
           "context params");
-    CHECK(gp.width == 64 && gp.height == 128 && gp.steps == 4 && gp.cfg_scale == 6.5f &&
+    /* --sigmas 1,0.5,0 sets the step count to 2 (sd-cli overrides --steps the same way) */
+    CHECK(gp.n_sigmas == 3 && gp.sigmas == a.sigmas, "custom sigmas passed on");
+    CHECK(gp.width == 64 && gp.height == 128 && gp.steps == 2 && gp.cfg_scale == 6.5f &&
               gp.seed == -1 && gp.batch_count == 3 && gp.eta == 0.5f &&
               !strcmp(gp.sampling_method, "dpm++2m") && !strcmp(gp.rng, "cpu") &&
               !strcmp(gp.sampler_rng, "std_default") && !strcmp(gp.prompt, a.prompt),

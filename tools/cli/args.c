@@ -716,4 +716,7 @@ void sdc_cli_to_generate_params(const sdc_cli_args *a, sdc_generate_params *p) {
     if (isfinite(a->eta)) p->eta = a->eta; /* else the library's sampler default */
     p->batch_count = a->batch_count;
     p->strength = a->strength;
+    p->sigmas = a->sigmas;
+    p->n_sigmas = a->n_sigmas;
+    if (a->n_sigmas > 1) p->steps = a->n_sigmas - 1; /* as sd-cli: the list sets the steps */
 }

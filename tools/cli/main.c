@@ -116,7 +116,6 @@ static void warn_unused(const sdc_cli_args *a) {
     int n = 0;
     if (a->backend) unused[n++] = "--backend";
     if (a->convert_name) unused[n++] = "--convert-name";
-    if (a->n_sigmas) unused[n++] = "--sigmas";
     if (isfinite(a->flow_shift)) unused[n++] = "--flow-shift";
     for (int i = 0; i < n; i++)
         fprintf(stderr, "sdc: warning: %s is not supported yet and is ignored\n", unused[i]);
