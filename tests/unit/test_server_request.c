@@ -78,6 +78,12 @@ static void test_sdcpp(void) {
           r.sampler, r.scheduler);
     sdc_srv_request_free(&r);
 
+    rc = parse(SDC_SRV_API_SDCPP,
+               "{\"sample_params\":{\"sample_steps\":9,\"custom_sigmas\":[1,0.5,0]}}", &r, err);
+    CHECK(rc == 0 && r.n_sigmas == 3 && r.sigmas[1] == 0.5f && r.steps == 2,
+          "custom sigmas set the steps: %d %s", rc, err);
+    sdc_srv_request_free(&r);
+
     rc = parse(SDC_SRV_API_SDCPP, "{}", &r, err);
     CHECK(rc == 0 && r.width == g_d.width && r.steps == g_d.steps && r.seed == g_d.seed &&
               r.cfg_scale == g_d.cfg_scale && isnan(r.eta),
@@ -98,6 +104,9 @@ static void test_sdcpp(void) {
         "{\"sample_params\":{\"sample_steps\":151}}",
         "{\"sample_params\":{\"sample_method\":\"nope\"}}",
         "{\"sample_params\":[]}",
+        "{\"sample_params\":{\"custom_sigmas\":[1]}}",
+        "{\"sample_params\":{\"custom_sigmas\":[1,\"0\"]}}",
+        "{\"sample_params\":{\"custom_sigmas\":{}}}",
         "{\"batch_count\":9}",
         "{\"strength\":0}",
         "{\"strength\":1.5}",

@@ -214,6 +214,11 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
     if (q->cfg.sampler_rng) p.sampler_rng = q->cfg.sampler_rng;
     if (isfinite(r->eta)) p.eta = r->eta;
     p.batch_count = r->batch_count;
+    if (r->n_sigmas > 0) {
+        p.sigmas = r->sigmas;
+        p.n_sigmas = r->n_sigmas;
+        p.steps = r->n_sigmas - 1;
+    }
     if (r->init_rgb) {
         init = (sdc_image){(uint32_t)r->init_w, (uint32_t)r->init_h, 3, r->init_rgb, 0};
         p.init_image = &init;

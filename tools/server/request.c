@@ -145,6 +145,29 @@ static bool reject_nonempty_array(parse_ctx *pc, const cJSON *obj, const char *n
     return true;
 }
 
+/* sample_params.custom_sigmas: 2..1000 finite numbers (the library checks their order) */
+static bool get_sigmas(parse_ctx *pc, const cJSON *obj, sdc_srv_request *r) {
+    const cJSON *v = field(obj, "custom_sigmas");
+    if (!v) return true;
+    if (!cJSON_IsArray(v)) return reject(pc, 400, "'custom_sigmas' must be an array");
+    int n = cJSON_GetArraySize(v);
+    if (n == 0) return true;
+    if (n < 2 || n > 1000)
+        return reject(pc, 400, "'custom_sigmas' needs 2 to 1000 values (got %d)", n);
+    r->sigmas = malloc((size_t)n * sizeof(float));
+    if (!r->sigmas) return reject(pc, 500, "out of memory");
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
+            return reject(pc, 400, "'custom_sigmas'[%d] is not a finite number", i);
+        r->sigmas[i++] = (float)e->valuedouble;
+    }
+    r->n_sigmas = n;
+    r->steps = n - 1; /* the list sets the step count, as in sd.cpp */
+    return true;
+}
+
 static bool decode_png(parse_ctx *pc, const char *name, const void *data, size_t n, bool is_base64,
                        uint8_t **rgb, int *w, int *h) {
     size_t bytes_n = n;
@@ -321,8 +344,7 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
         !get_int(pc, sp, "sample_steps", INT32_MIN, INT32_MAX, &r->steps, NULL) ||
         !get_float(pc, sp, "eta", &r->eta) ||
         !get_i64(pc, sp, "shifted_timestep", INT32_MIN, INT32_MAX, &ignored, NULL) ||
-        !reject_nonempty_array(pc, sp, "custom_sigmas") ||
-        !get_object(pc, sp, "guidance", &guidance))
+        !get_sigmas(pc, sp, r) || !get_object(pc, sp, "guidance", &guidance))
         return false;
     if (sched && !set_name(pc, r->scheduler, sizeof r->scheduler, known_scheduler(sched),
                            "sample_params.scheduler"))
@@ -558,6 +580,7 @@ void sdc_srv_request_free(sdc_srv_request *r) {
     free(r->negative_prompt);
     free(r->init_rgb);
     free(r->mask_rgb);
+    free(r->sigmas);
     memset(r, 0, sizeof *r);
 }
 

@@ -39,6 +39,8 @@ typedef struct sdc_srv_request {
     uint8_t *mask_rgb; /* owned, same size as init after parsing */
     int mask_w, mask_h;
     bool size_given; /* width/height came from the request */
+    float *sigmas;   /* owned, sample_params.custom_sigmas; NULL: the model's schedule */
+    int n_sigmas;
 } sdc_srv_request;
 
 /* Parses a JSON body. Returns 0 and fills *r, or an HTTP status (400, 500 for out of
