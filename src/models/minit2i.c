@@ -40,6 +40,9 @@ struct sdc_minit2i {
     sdc_tensor *norm_final;
     linear final_linear;
     float *mask_token; /* [txt_input] */
+    /* position tables of the last image grid: the same for every step of a generation */
+    int tab_gw, tab_gh;
+    float *tab_pos, *tab_cos, *tab_sin;
     /* F32 copies of 1-D weights stored in other types */
     sdc_tensor *owned;
     int n_owned, cap_owned;
@@ -258,6 +261,9 @@ void sdc_minit2i_free(sdc_minit2i *m) {
     free(m->pre);
     free(m->dbl);
     free(m->mask_token);
+    free(m->tab_pos);
+    free(m->tab_cos);
+    free(m->tab_sin);
     free(m);
 }
 
@@ -425,9 +431,22 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
     int pp = p * p * C;
     size_t half = (size_t)c->head_dim / 2;
     size_t n_patch = (size_t)pp * Ni * B, n_pos = (size_t)c->hidden * Ni, n_rope = half * L;
-    float *host = malloc((n_patch + n_pos + 2 * n_rope) * sizeof(float));
+    if (gw != m->tab_gw || gh != m->tab_gh) { /* new grid: rebuild the position tables */
+        free(m->tab_pos), free(m->tab_cos), free(m->tab_sin);
+        m->tab_pos = malloc(n_pos * sizeof(float));
+        m->tab_cos = malloc(n_rope * sizeof(float));
+        m->tab_sin = malloc(n_rope * sizeof(float));
+        m->tab_gw = m->tab_gh = 0;
+        if (!m->tab_pos || !m->tab_cos || !m->tab_sin)
+            return sdc_fail(SDC_ERR_NO_MEMORY, "minit2i: out of memory");
+        sdc_minit2i_pos_embed(gw, gh, c->hidden, m->tab_pos);
+        sdc_minit2i_rope_text(Lt, c->head_dim, m->tab_cos, m->tab_sin);
+        sdc_minit2i_rope_image(gw, gh, c->head_dim, m->tab_cos + half * Lt, m->tab_sin + half * Lt);
+        m->tab_gw = gw, m->tab_gh = gh;
+    }
+    float *host = malloc(n_patch * sizeof(float));
     if (!host) return sdc_fail(SDC_ERR_NO_MEMORY, "minit2i: out of memory");
-    float *patches = host, *pos = patches + n_patch, *rc = pos + n_pos, *rs = rc + n_rope;
+    float *patches = host, *pos = m->tab_pos, *rc = m->tab_cos, *rs = m->tab_sin;
     /* patchify: feature kx + p*ky + p*p*c of token (ty, tx), the conv weight's order */
     for (int b = 0; b < B; b++)
         for (int ty = 0; ty < gh; ty++)
@@ -441,9 +460,6 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
                                   kx];
             }
     round_f16(patches, n_patch); /* sd.cpp's im2col is F16 */
-    sdc_minit2i_pos_embed(gw, gh, c->hidden, pos);
-    sdc_minit2i_rope_text(Lt, c->head_dim, rc, rs);
-    sdc_minit2i_rope_image(gw, gh, c->head_dim, rc + half * Lt, rs + half * Lt);
 
     sdc_graph *g = sdc_graph_create();
     if (!g) {

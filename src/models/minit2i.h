@@ -28,7 +28,8 @@ sdc_status sdc_minit2i_encode_text(sdc_minit2i *m, sdc_backend *be, const float 
                                    float *out, sdc_eval_fn cb, void *cb_user);
 
 /* One denoiser evaluation for a batch of B states x ([B][C][H][W]) with the text
- * streams txt ([B][prompt_len][hidden], from encode_text): out = x0 prediction. */
+ * streams txt ([B][prompt_len][hidden], from encode_text): out = x0 prediction. The model
+ * caches the position tables of the last grid, so one model serves one call at a time. */
 sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, int B, int width,
                                int height, const float *txt, float *out, sdc_eval_fn cb,
                                void *cb_user);
