@@ -34,10 +34,39 @@ SDC_API const char *sdc_status_string(sdc_status s);
 /* Message of the last failure on the calling thread ("" if none). */
 SDC_API const char *sdc_last_error(void);
 
-/* Devices: one line per device, "name\tdescription". */
+/* Version of the parameter structs below. Each struct starts with `struct_size`, which
+ * its *_init sets; the library reads only the fields that fit in the caller's size, so a
+ * program built against an older header keeps working when fields are added. */
+#define SDC_API_VERSION 2
+
+/* ---- devices ----
+ * The device registry: "cpu" by default; sdc_set_cpu_devices(n) (--cpu-devices) splits
+ * the CPU into cpu0..cpu{n-1}, each with its share of the threads (placement and
+ * splitting can then be exercised on any machine). One line per device for
+ * --list-devices: "name\tdescription" (the description includes its memory). */
 SDC_API int sdc_device_count(void);
 SDC_API sdc_status sdc_device_info(int index, char *name, size_t name_size, char *desc,
                                    size_t desc_size);
+/* Memory of device `index` in bytes: total, and the budget set by --max-vram (0 = none). */
+SDC_API sdc_status sdc_device_memory(int index, uint64_t *total_bytes, uint64_t *budget_bytes);
+/* --cpu-devices N (1..64): re-creates the CPU devices. Call before creating contexts. */
+SDC_API sdc_status sdc_set_cpu_devices(int n);
+
+/* ---- enumerations (names as sd.cpp spells them) ---- */
+/* Model families of the registry, implemented or not. */
+SDC_API int sdc_family_count(void);
+SDC_API const char *sdc_family_name(int index);      /* "MiniT2I", "SDXL", ... */
+SDC_API bool sdc_family_implemented(int index);
+SDC_API int sdc_sampler_count(void);
+SDC_API const char *sdc_sampler_name(int index);     /* "euler", "euler_a", ... */
+SDC_API int sdc_scheduler_count(void);
+SDC_API const char *sdc_scheduler_name(int index);   /* "discrete", "karras", ... */
+/* Weight types that can be stored and converted to: name and ggml type id. */
+SDC_API int sdc_weight_type_count(void);
+SDC_API const char *sdc_weight_type_name(int index); /* "f32", "q8_0", ... */
+SDC_API int sdc_weight_type_id(int index);
+/* ggml type id of a name ("q4_K"; case-insensitive), -1 if unknown. */
+SDC_API int sdc_weight_type_from_name(const char *name);
 
 /* ---- logging and progress ---- */
 typedef enum sdc_log_level {
@@ -51,13 +80,25 @@ typedef void (*sdc_log_fn)(sdc_log_level level, const char *msg, void *user);
 SDC_API void sdc_set_log_callback(sdc_log_fn fn, void *user);
 SDC_API void sdc_set_log_level(sdc_log_level min_level);
 
+typedef struct sdc_image sdc_image;
+
 /* Called after each sampling step: step in 1..steps, seconds spent in that step. */
 typedef void (*sdc_progress_fn)(int step, int steps, double step_seconds, void *user);
+/* Called with the sampler's state: step 0 is the initial latent (noised init image for
+ * img2img) before the first model call, then step 1..steps after each step (after the
+ * inpainting blend). x holds n = channels*height*width floats, channel-planar. */
+typedef void (*sdc_latent_fn)(int step, int steps, const float *x, int channels, int width,
+                              int height, void *user);
+/* Preview image of the current state (decoded the cheap way the family allows). */
+typedef void (*sdc_preview_fn)(int step, int steps, const sdc_image *preview, void *user);
 
 /* ---- context: loaded models ---- */
 typedef struct sdc_context sdc_context;
 
+/* One context holds one loaded model (all its components) and runs one generation at a
+ * time; use several contexts for parallel generations. */
 typedef struct sdc_context_params {
+    size_t struct_size;               /* sizeof(sdc_context_params), set by _init */
     const char *model_path;           /* -m: full checkpoint, names used as they are */
     const char *diffusion_model_path; /* --diffusion-model: prefix "model.diffusion_model." */
     const char *t5xxl_path;           /* --t5xxl: prefix "text_encoders.t5xxl.transformer." */
@@ -68,6 +109,29 @@ typedef struct sdc_context_params {
     const char *tensor_type_rules;
     /* importances used when weights are quantised on load (--imat-in), NULL = none */
     const struct sdc_imatrix *imatrix;
+    /* further components, by role (NULL = none; sd.cpp's flag in brackets) */
+    const char *clip_l_path;      /* --clip_l */
+    const char *clip_g_path;      /* --clip_g */
+    const char *clip_vision_path; /* --clip_vision */
+    const char *llm_path;         /* --llm (Qwen-Image, Z-Image, ...) */
+    const char *llm_vision_path;  /* --llm_vision */
+    const char *vae_path;         /* --vae */
+    const char *taesd_path;       /* --taesd */
+    const char *control_net_path; /* --control-net */
+    const char *upscale_model_path; /* --upscale-model (ESRGAN) */
+    const char *lora_model_dir;     /* --lora-model-dir: <lora:name:w> in prompts */
+    const char *embeddings_dir;     /* --embd-dir */
+    /* placement (sd.cpp's --backend / --params-backend syntax: "all=cpu", "te=cpu0,
+     * diffusion=cpu1", module names and aliases of docs/devices.md); NULL = defaults */
+    const char *backend;
+    const char *params_backend; /* MODULE=cpu|disk: where weights live between phases */
+    const char *max_vram;       /* "DEV=GiB,...": memory budgets */
+    bool clip_on_cpu, vae_on_cpu, offload_to_cpu; /* sd.cpp's shorthands */
+    /* model options */
+    const char *prediction;   /* --prediction: eps, v, edm_v, sd3_flow, flux_flow, ... NULL=auto */
+    float flow_shift;         /* --flow-shift, NAN = the family's default */
+    bool vae_tiling;          /* --vae-tiling */
+    bool diffusion_flash_attn; /* --diffusion-fa (a hint; our attention is always fused) */
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);
@@ -78,13 +142,14 @@ SDC_API void sdc_context_free(sdc_context *ctx);
 SDC_API void sdc_cancel(sdc_context *ctx);
 
 /* ---- generation ---- */
-typedef struct sdc_image {
+struct sdc_image {
     uint32_t width, height, channels; /* channels = 3 (RGB) */
     uint8_t *data;                    /* width*height*channels bytes, row-major */
     int64_t seed;                     /* the seed this image was generated with */
-} sdc_image;
+};
 
 typedef struct sdc_generate_params {
+    size_t struct_size;          /* sizeof(sdc_generate_params), set by _init */
     const char *prompt;          /* -p */
     const char *negative_prompt; /* -n */
     int width, height;           /* -W, -H */
@@ -107,6 +172,14 @@ typedef struct sdc_generate_params {
     int n_sigmas;
     sdc_progress_fn progress;
     void *progress_user;
+    sdc_latent_fn latent; /* NULL = none */
+    void *latent_user;
+    sdc_preview_fn preview; /* NULL = none */
+    void *preview_user;
+    int preview_interval; /* call preview every N steps (<= 0: 1) */
+    int clip_skip;        /* --clip-skip, <= 0: the family's default */
+    float guidance;       /* --guidance for guidance-distilled models, NAN = default */
+    float img_cfg_scale;  /* --img-cfg-scale, NAN = cfg_scale */
 } sdc_generate_params;
 
 SDC_API void sdc_generate_params_init(sdc_generate_params *p);
@@ -121,6 +194,31 @@ SDC_API char *sdc_generation_parameters_text(const sdc_context *ctx, const sdc_g
                                              int64_t seed);
 /* Writes an 8-bit RGB PNG, with a tEXt "parameters" chunk when parameters != NULL. */
 SDC_API sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *parameters);
+
+/* ---- images in memory and on disk (PNG, JPEG) ---- */
+typedef enum sdc_image_format {
+    SDC_IMAGE_PNG = 0,
+    SDC_IMAGE_JPEG = 1,
+} sdc_image_format;
+/* Decodes a PNG or JPEG (told apart by its first bytes) to 8-bit RGB; `label` names the
+ * data in errors. Free the pixels with sdc_image_free. */
+SDC_API sdc_status sdc_image_decode(const void *data, size_t size, const char *label,
+                                    sdc_image *out);
+SDC_API sdc_status sdc_image_load(const char *path, sdc_image *out);
+/* Encodes RGB (channels 3) to PNG (with a tEXt "parameters" chunk when parameters !=
+ * NULL) or JPEG (quality 1..100, <= 0: 90; parameters in a COM... EXIF UserComment as
+ * A1111 does). *out is malloc'd; free() it. */
+SDC_API sdc_status sdc_image_encode(const sdc_image *img, sdc_image_format fmt, int quality,
+                                    const char *parameters, void **out, size_t *out_size);
+/* Writes PNG or JPEG chosen by the extension (.jpg/.jpeg/.jpe = JPEG, else PNG). */
+SDC_API sdc_status sdc_image_save(const char *path, const sdc_image *img, const char *parameters,
+                                  int quality);
+/* Resizes to w x h (bilinear, as sd-cli resizes -i images of another size). */
+SDC_API sdc_status sdc_image_resize(const sdc_image *in, int w, int h, sdc_image *out);
+SDC_API void sdc_image_free(sdc_image *img); /* frees img->data, zeroes img */
+/* The generation parameters stored in a PNG (tEXt/iTXt "parameters") or JPEG (EXIF
+ * UserComment / COM) file: *text malloc'd, NULL with SDC_OK when the file has none. */
+SDC_API sdc_status sdc_image_read_parameters(const char *path, char **text);
 
 /* ---- importance matrices (imatrix.dat, sd.cpp's / llama.cpp's legacy layout) ---- */
 typedef struct sdc_imatrix sdc_imatrix;

@@ -2,6 +2,7 @@
  * from tensor names, load the text encoder and its tokenizer. */
 #include "pipeline/context.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,10 @@
 
 void sdc_context_params_init(sdc_context_params *p) {
     memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
     p->n_threads = -1;
     p->weight_type = -1;
+    p->flow_shift = NAN;
 }
 
 static sdc_tensor *find_weight(void *user, const char *name) {
@@ -147,5 +150,5 @@ const char *sdc_context_scheduler_name(const sdc_context *ctx, const sdc_generat
     if (p && p->scheduler && *p->scheduler) return p->scheduler;
     sdc_sample_method m = sdc_default_sample_method(SDC_FAMILY_MINIT2I);
     if (p && p->sampling_method) sdc_sample_method_from_name(p->sampling_method, &m);
-    return sdc_scheduler_name(sdc_default_scheduler(SDC_FAMILY_MINIT2I, SDC_PRED_MINIT2I_FLOW, m));
+    return sdc_sched_name(sdc_default_scheduler(SDC_FAMILY_MINIT2I, SDC_PRED_MINIT2I_FLOW, m));
 }

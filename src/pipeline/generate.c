@@ -15,6 +15,7 @@
 
 void sdc_generate_params_init(sdc_generate_params *p) {
     memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
     p->prompt = "";
     p->negative_prompt = "";
     p->width = 512;
@@ -26,6 +27,8 @@ void sdc_generate_params_init(sdc_generate_params *p) {
     p->eta = NAN; /* the sampler's own default */
     p->batch_count = 1;
     p->strength = 0.75f;
+    p->guidance = NAN;
+    p->img_cfg_scale = NAN;
 }
 
 void sdc_free_images(sdc_image *images, int count) {
@@ -102,6 +105,9 @@ static int on_step(void *user, int step, int steps, const float *x) {
     denoise_ctx *d = user;
     (void)x;
     blend_known(d, step);
+    const sdc_minit2i_config *mc = sdc_minit2i_get_config(d->ctx->dit);
+    if (d->p->latent)
+        d->p->latent(step, steps, d->x, mc->in_channels, d->width, d->height, d->p->latent_user);
     double t = now_seconds();
     if (d->p->progress) d->p->progress(step, steps, t - d->step_start, d->p->progress_user);
     d->step_start = t;
@@ -323,6 +329,7 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p, sd
         sp.on_step = on_step;
         sp.step_user = &d;
         sp.rng = sampler_noise;
+        if (p->latent) p->latent(0, n_sigmas - 1, x, mc->in_channels, W, Hh, p->latent_user);
         s = sdc_sample(&sp, sigmas, n_sigmas, minit2i_denoise, &d, x, n);
         if (s == SDC_OK && atomic_load(&ctx->cancel))
             s = sdc_fail(SDC_ERR_CANCELLED, "generation cancelled");

@@ -15,7 +15,7 @@ static const char *const sched_names[SDC_SCHED_COUNT] = {
     "logit_normal", "flux2",      "flux",        "beta",
 };
 
-const char *sdc_scheduler_name(sdc_scheduler s) {
+const char *sdc_sched_name(sdc_scheduler s) {
     return ((int)s >= 0 && s < SDC_SCHED_COUNT) ? sched_names[s] : "unknown";
 }
 

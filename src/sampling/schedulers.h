@@ -65,7 +65,7 @@ sdc_status sdc_parse_sigmas(const char *text, float *out, int cap, int *count);
 int sdc_sigmas_apply_strength(float *sigmas, int len, float strength);
 
 /* sd.cpp spellings; "normal" is accepted as an alias of discrete. */
-const char *sdc_scheduler_name(sdc_scheduler s);
+const char *sdc_sched_name(sdc_scheduler s);
 sdc_status sdc_scheduler_from_name(const char *name, sdc_scheduler *out);
 
 #endif
