@@ -74,7 +74,7 @@ expect_error "unknown weight type" "unknown weight type 'q7_0'" -m "$DIT" --type
 expect_error "unknown sampler" "unknown sampling method" -m "$DIT" --sampling-method foo
 expect_error "unknown scheduler" "unknown scheduler" -m "$DIT" --scheduler foo
 expect_error "unknown mode" "unknown mode" -M paint -m "$DIT"
-expect_error "jpeg output" "only PNG output" -m "$DIT" -o out.jpg
+expect_error "webp output" "webp output is not supported yet" -m "$DIT" -o out.webp
 expect_error "missing model file" "cannot open '$TMP/nope.safetensors'" -m "$TMP/nope.safetensors"
 expect_error "missing diffusion model" "--diffusion-model: cannot open" --diffusion-model "$TMP/nope" --t5xxl "$T5"
 expect_error "missing t5" "--t5xxl: cannot open" --diffusion-model "$DIT" --t5xxl "$TMP/nope"

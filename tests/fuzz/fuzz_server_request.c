@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/server/base64.c"
-#include "../tools/server/cli_shared.c"
-#include "../tools/server/request.c"
+#include "base64.h"
+#include "request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;

@@ -3,8 +3,8 @@
  * examples/common/common.cpp of stable-diffusion.cpp), written out by hand here. */
 #include <math.h>
 
-#include "../../tools/cli/args.c"
-#include "../../tools/cli/progress.c"
+#include "args.h"
+#include "progress.h"
 #include "test_util.h"
 
 #define MAXARGS 64
@@ -25,7 +25,7 @@ static sdc_cli_parse_result parse_line(sdc_cli_args *a, const char *line) {
             p = bar + 1;
         }
     }
-    return sdc_cli_parse(a, argc, argv);
+    return sdc_cli_parse(a, SDC_CLI_PROGRAM_SDC, argc, argv);
 }
 
 static void test_defaults(void) {
@@ -33,18 +33,20 @@ static void test_defaults(void) {
     sdc_cli_parse_result r = parse_line(&a, "-m|model.safetensors");
     CHECK(r == SDC_CLI_PARSE_RUN, "minimal command: %s", a.error);
     CHECK(a.mode == SDC_CLI_MODE_IMG_GEN, "mode default");
-    CHECK(!strcmp(a.model_path, "model.safetensors"), "model path");
-    CHECK(a.steps == 20, "steps default %d", a.steps);
-    CHECK(a.cfg_scale == 7.0f, "cfg default %g", a.cfg_scale);
-    CHECK(a.width == 512 && a.height == 512, "size default %dx%d", a.width, a.height);
-    CHECK(a.seed == 42, "seed default");
-    CHECK(!strcmp(a.rng, "cuda"), "rng default %s", a.rng);
-    CHECK(a.sampler_rng == NULL && a.sampling_method == NULL && a.scheduler == NULL,
+    CHECK(!strcmp(a.ctx.model_path, "model.safetensors"), "model path");
+    CHECK(a.gen.steps == 20, "steps default %d", a.gen.steps);
+    CHECK(a.gen.cfg_scale == 7.0f, "cfg default %g", a.gen.cfg_scale);
+    CHECK(a.gen.width == 512 && a.gen.height == 512, "size default %dx%d", a.gen.width,
+          a.gen.height);
+    CHECK(a.gen.seed == 42, "seed default");
+    CHECK(!strcmp(a.gen.rng, "cuda"), "rng default %s", a.gen.rng);
+    CHECK(a.gen.sampler_rng == NULL && a.gen.sampling_method == NULL && a.gen.scheduler == NULL,
           "sampler defaults");
-    CHECK(isinf(a.eta) && isinf(a.flow_shift), "eta/flow-shift default unset");
-    CHECK(a.batch_count == 1 && a.n_threads == -1 && a.weight_type == -1, "batch/threads/type");
+    CHECK(isnan(a.gen.eta) && isnan(a.ctx.flow_shift), "eta/flow-shift default unset (NAN)");
+    CHECK(a.gen.batch_count == 1 && a.ctx.n_threads == -1 && a.ctx.weight_type == -1,
+          "batch/threads/type");
     CHECK(!strcmp(a.output_path, "output.png"), "output default %s", a.output_path);
-    CHECK(!strcmp(a.prompt, "") && !strcmp(a.negative_prompt, ""), "prompts default empty");
+    CHECK(!strcmp(a.gen.prompt, "") && !strcmp(a.gen.negative_prompt, ""), "prompts default empty");
     CHECK(!a.verbose && !a.help && !a.version && !a.list_devices, "flags default off");
     sdc_cli_args_free(&a);
 
@@ -65,25 +67,27 @@ static void test_all_flags(void) {
         "--imat-out|i.dat|--imat-in|a.dat|--imat-in|b.dat|--convert-name|-v";
     sdc_cli_parse_result r = parse_line(&a, line);
     CHECK(r == SDC_CLI_PARSE_RUN, "all flags: %s", a.error);
-    CHECK(!strcmp(a.diffusion_model_path, "dit.st") && !strcmp(a.t5xxl_path, "t5.st") &&
-              !strcmp(a.t5_tokenizer_path, "tok.json") && a.model_path == NULL,
+    CHECK(!strcmp(a.ctx.diffusion_model_path, "dit.st") && !strcmp(a.ctx.t5xxl_path, "t5.st") &&
+              !strcmp(a.ctx.t5_tokenizer_path, "tok.json") && a.ctx.model_path == NULL,
           "model paths");
-    CHECK(a.n_threads == 3, "threads %d", a.n_threads);
-    CHECK(a.weight_type == 12, "q4_K id %d", a.weight_type);
-    CHECK(a.tensor_type_rules && !strcmp(a.tensor_type_rules, "^vae=f16,model=q8_0"),
-          "rules joined: %s", a.tensor_type_rules);
-    CHECK(a.backend && !strcmp(a.backend, "cpu"), "backend");
-    CHECK(!strcmp(a.prompt, "a red car, sunset") && !strcmp(a.negative_prompt, "blurry"),
+    CHECK(a.ctx.n_threads == 3, "threads %d", a.ctx.n_threads);
+    CHECK(a.ctx.weight_type == 12, "q4_K id %d", a.ctx.weight_type);
+    CHECK(a.ctx.tensor_type_rules && !strcmp(a.ctx.tensor_type_rules, "^vae=f16,model=q8_0"),
+          "rules joined: %s", a.ctx.tensor_type_rules);
+    CHECK(a.ctx.backend && !strcmp(a.ctx.backend, "cpu"), "backend");
+    CHECK(!strcmp(a.gen.prompt, "a red car, sunset") && !strcmp(a.gen.negative_prompt, "blurry"),
           "prompts");
-    CHECK(a.width == 64 && a.height == 128 && a.steps == 4, "size/steps");
-    CHECK(a.cfg_scale == 6.5f && a.seed == -1, "cfg %g seed %lld", a.cfg_scale, (long long)a.seed);
-    CHECK(!strcmp(a.sampling_method, "dpm++2m"), "sampler");
-    CHECK(!strcmp(a.scheduler, "discrete"), "normal is an alias of discrete: %s", a.scheduler);
-    CHECK(!strcmp(a.rng, "cpu") && !strcmp(a.sampler_rng, "std_default"), "rngs");
-    CHECK(a.eta == 0.5f && a.flow_shift == 3.0f, "eta/flow shift");
+    CHECK(a.gen.width == 64 && a.gen.height == 128 && a.gen.steps == 4, "size/steps");
+    CHECK(a.gen.cfg_scale == 6.5f && a.gen.seed == -1, "cfg %g seed %lld", a.gen.cfg_scale,
+          (long long)a.gen.seed);
+    CHECK(!strcmp(a.gen.sampling_method, "dpm++2m"), "sampler");
+    CHECK(!strcmp(a.gen.scheduler, "discrete"), "normal is an alias of discrete: %s",
+          a.gen.scheduler);
+    CHECK(!strcmp(a.gen.rng, "cpu") && !strcmp(a.gen.sampler_rng, "std_default"), "rngs");
+    CHECK(a.gen.eta == 0.5f && a.ctx.flow_shift == 3.0f, "eta/flow shift");
     CHECK(a.n_sigmas == 3 && a.sigmas[0] == 1.0f && a.sigmas[1] == 0.5f && a.sigmas[2] == 0.0f,
           "sigmas parsed: n=%d", a.n_sigmas);
-    CHECK(a.batch_count == 3 && !strcmp(a.output_path, "out/x.png") && a.output_begin_idx == 5,
+    CHECK(a.gen.batch_count == 3 && !strcmp(a.output_path, "out/x.png") && a.output_begin_idx == 5,
           "batch/output");
     CHECK(!strcmp(a.imat_out, "i.dat") && a.n_imat_in == 2 && !strcmp(a.imat_in[1], "b.dat"),
           "imatrix files");
@@ -94,8 +98,9 @@ static void test_all_flags(void) {
     sdc_generate_params gp;
     sdc_cli_to_context_params(&a, &cp);
     sdc_cli_to_generate_params(&a, &gp);
-    CHECK(cp.diffusion_model_path == a.diffusion_model_path && cp.t5xxl_path == a.t5xxl_path &&
-              cp.t5_tokenizer_path == a.t5_tokenizer_path && cp.n_threads == 3 &&
+    CHECK(cp.diffusion_model_path == a.ctx.diffusion_model_path &&
+              cp.t5xxl_path == a.ctx.t5xxl_path &&
+              cp.t5_tokenizer_path == a.ctx.t5_tokenizer_path && cp.n_threads == 3 &&
               cp.weight_type == 12 && cp.model_path == NULL,
           "context params");
     /* --sigmas 1,0.5,0 sets the step count to 2 (sd-cli overrides --steps the same way) */
@@ -103,7 +108,7 @@ static void test_all_flags(void) {
     CHECK(gp.width == 64 && gp.height == 128 && gp.steps == 2 && gp.cfg_scale == 6.5f &&
               gp.seed == -1 && gp.batch_count == 3 && gp.eta == 0.5f &&
               !strcmp(gp.sampling_method, "dpm++2m") && !strcmp(gp.rng, "cpu") &&
-              !strcmp(gp.sampler_rng, "std_default") && !strcmp(gp.prompt, a.prompt),
+              !strcmp(gp.sampler_rng, "std_default") && !strcmp(gp.prompt, a.gen.prompt),
           "generate params");
     sdc_cli_args_free(&a);
 
@@ -112,8 +117,8 @@ static void test_all_flags(void) {
                        "--seed|9223372036854775807|--batch-count|2|--output|o|--threads|0|"
                        "--verbose|--mode|img_gen");
     CHECK(r == SDC_CLI_PARSE_RUN, "long forms: %s", a.error);
-    CHECK(!strcmp(a.model_path, "m") && a.width == 8 && a.height == 16 && a.seed == INT64_MAX &&
-              a.batch_count == 2 && a.n_threads == 0,
+    CHECK(!strcmp(a.ctx.model_path, "m") && a.gen.width == 8 && a.gen.height == 16 &&
+              a.gen.seed == INT64_MAX && a.gen.batch_count == 2 && a.ctx.n_threads == 0,
           "long form values");
     sdc_cli_args_free(&a);
 
@@ -127,19 +132,19 @@ static void test_all_flags(void) {
         char l[128];
         snprintf(l, sizeof l, "-m|m|--type|%s", types[i].name);
         r = parse_line(&a, l);
-        CHECK(r == SDC_CLI_PARSE_RUN && a.weight_type == types[i].id, "--type %s -> %d (%s)",
-              types[i].name, a.weight_type, a.error);
+        CHECK(r == SDC_CLI_PARSE_RUN && a.ctx.weight_type == types[i].id, "--type %s -> %d (%s)",
+              types[i].name, a.ctx.weight_type, a.error);
         sdc_cli_args_free(&a);
     }
     /* a value that looks like an option is still a value */
     r = parse_line(&a, "-m|m|-p|--steps|-n|-x");
-    CHECK(r == SDC_CLI_PARSE_RUN && !strcmp(a.prompt, "--steps") &&
-              !strcmp(a.negative_prompt, "-x"),
+    CHECK(r == SDC_CLI_PARSE_RUN && !strcmp(a.gen.prompt, "--steps") &&
+              !strcmp(a.gen.negative_prompt, "-x"),
           "option-like values: %s", a.error);
     sdc_cli_args_free(&a);
     /* later flags override earlier ones */
     r = parse_line(&a, "-m|m|--steps|3|--steps|5");
-    CHECK(r == SDC_CLI_PARSE_RUN && a.steps == 5, "last value wins: %d", a.steps);
+    CHECK(r == SDC_CLI_PARSE_RUN && a.gen.steps == 5, "last value wins: %d", a.gen.steps);
     sdc_cli_args_free(&a);
 }
 
@@ -204,8 +209,8 @@ static void test_errors(void) {
         {"-m|m|-M|paint", "unknown mode 'paint'"},
         {"-m|m|-M|vid_gen", "not supported"},
         {"-M|convert", "convert mode needs an input model"},
-        {"-m|m|-o|out.jpg", "only PNG output"},
-        {"-m|m|-o|out.WEBP", "only PNG output"},
+        {"-m|m|-o|out.webp", "webp output is not supported yet"},
+        {"-m|m|-o|out.avi", "avi output is not supported yet"},
         {"-m|m|-o|", "path is empty"},
         {"-m|m|--sigmas|,,", "no sigma values"},
         {"-m|m|--sigmas|1,x,0", "'x' is not a number"},
@@ -229,7 +234,7 @@ static void test_errors(void) {
 
 static void check_name(const char *output, int begin, int index, int count, const char *want) {
     sdc_cli_args a;
-    sdc_cli_args_init(&a);
+    sdc_cli_args_init(&a, SDC_CLI_PROGRAM_SDC);
     a.output_path = output;
     a.output_begin_idx = begin;
     char *got = sdc_cli_output_name(&a, index, count);

@@ -6,10 +6,9 @@
 
 #include <stdint.h>
 
-#include "../tools/server/base64.c"
-#include "../tools/server/cli_shared.c"
-#include "../tools/server/png_encode.c"
-#include "../tools/server/request.c"
+#include "base64.h"
+#include "png_encode.h"
+#include "request.h"
 
 static sdc_srv_defaults g_d;
 

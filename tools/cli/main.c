@@ -1,5 +1,6 @@
 /* sdc: command-line image generation, flag-compatible with sd.cpp's sd-cli.
- * parse flags -> load models -> generate (progress bar) -> save PNGs -> summary line. */
+ * parse flags -> load models -> generate (progress bar) -> save images -> summary line.
+ * Also -M convert (weights to GGUF/safetensors) and -M metadata (an image's parameters). */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -7,14 +8,63 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "progress.h"
-#include "io/image.h"
 #include "sdc.h"
+
+/* ---- pending library functions ----
+ * The image API of include/sdc.h (sdc_image_load/save/resize/read_parameters, branch
+ * `images`) and sdc_set_cpu_devices are declared but not in the library yet; these
+ * stand-ins keep the program building and say clearly what is missing. Each becomes the
+ * one sdc_* call once the library has it. */
+#include "core/status.h"
+#include "io/image.h"
+
+static sdc_status img_load(const char *path, sdc_image *out) {
+    int w = 0, h = 0;
+    memset(out, 0, sizeof *out);
+    sdc_status st = sdc_png_read(path, &out->data, &w, &h);
+    out->width = (uint32_t)w, out->height = (uint32_t)h, out->channels = 3;
+    return st;
+}
+static void img_free(sdc_image *img) {
+    free(img->data);
+    memset(img, 0, sizeof *img);
+}
+static bool is_jpeg_name(const char *path) {
+    const char *dot = strrchr(path, '.');
+    return dot &&
+           (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") || !strcasecmp(dot, ".jpe"));
+}
+static sdc_status img_save(const char *path, const sdc_image *img, const char *text, int quality) {
+    (void)quality;
+    if (is_jpeg_name(path))
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "%s: JPEG output needs the library's image API", path);
+    return sdc_save_png(path, img, text);
+}
+static sdc_status img_resize(const sdc_image *in, int w, int h, sdc_image *out) {
+    (void)out;
+    return sdc_fail(SDC_ERR_UNSUPPORTED,
+                    "the image is %ux%u, -W/-H ask for %dx%d: resizing needs the library's "
+                    "image API",
+                    in->width, in->height, w, h);
+}
+static sdc_status img_read_parameters(const char *path, char **text) {
+    (void)path;
+    *text = NULL;
+    return sdc_fail(SDC_ERR_UNSUPPORTED, "reading parameters needs the library's image API");
+}
+static sdc_status set_cpu_devices(int n) {
+    if (n == 1) return SDC_OK;
+    return sdc_fail(SDC_ERR_UNSUPPORTED, "%d CPU devices: not in this library yet", n);
+}
+
+static bool g_color; /* --color: coloured log tags */
 
 /* Prints "sdc: error: <message>" as exactly one line and returns the exit status 1. */
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -26,8 +76,14 @@ static int fail(const char *fmt, ...) {
     va_end(ap);
     for (char *c = msg; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' ';
-    fprintf(stderr, "sdc: error: %s\n", msg);
+    fprintf(stderr, "sdc: %serror:%s %s\n", g_color ? "\033[31m" : "", g_color ? "\033[0m" : "",
+            msg);
     return 1;
+}
+
+static void warn(const char *msg) {
+    fprintf(stderr, "sdc: %swarning:%s %s\n", g_color ? "\033[33m" : "", g_color ? "\033[0m" : "",
+            msg);
 }
 
 static const char *library_error(sdc_status st) {
@@ -38,9 +94,13 @@ static const char *library_error(sdc_status st) {
 static void log_to_stderr(sdc_log_level level, const char *msg, void *user) {
     (void)user;
     static const char *const prefix[] = {"debug: ", "", "warning: ", "error: "};
-    const char *p = (level >= SDC_LOG_DEBUG && level <= SDC_LOG_ERROR) ? prefix[level] : "";
+    static const char *const color[] = {"\033[36m", "", "\033[33m", "\033[31m"};
+    bool known = level >= SDC_LOG_DEBUG && level <= SDC_LOG_ERROR;
+    const char *p = known ? prefix[level] : "";
+    bool c = g_color && known && *p;
     size_t n = strlen(msg);
-    fprintf(stderr, "sdc: %s%s%s", p, msg, (n && msg[n - 1] == '\n') ? "" : "\n");
+    fprintf(stderr, "sdc: %s%s%s%s%s", c ? color[level] : "", p, c ? "\033[0m" : "", msg,
+            (n && msg[n - 1] == '\n') ? "" : "\n");
 }
 
 static double now_seconds(void) {
@@ -60,12 +120,24 @@ static void on_sigint(int sig) {
 typedef struct run_state {
     sdc_context *ctx;
     sdc_cli_progress bar;
+    const char *preview_path;
+    bool preview_failed;
 } run_state;
 
 static void on_progress(int step, int steps, double step_seconds, void *user) {
     run_state *rs = user;
     sdc_cli_progress_step(step, steps, step_seconds, &rs->bar);
     if (g_interrupted) sdc_cancel(rs->ctx);
+}
+
+/* --preview: the library hands over a cheap decode of the current state */
+static void on_preview(int step, int steps, const sdc_image *img, void *user) {
+    (void)step, (void)steps;
+    run_state *rs = user;
+    if (img_save(rs->preview_path, img, NULL, 0) != SDC_OK && !rs->preview_failed) {
+        rs->preview_failed = true; /* say it once, not every step */
+        fprintf(stderr, "sdc: warning: --preview-path: %s\n", sdc_last_error());
+    }
 }
 
 /* mkdir -p of the folder that will hold `path`. */
@@ -110,17 +182,6 @@ static int64_t random_seed(void) {
     return (int64_t)(x & 0x7fffffff); /* non-negative, like sd-cli's rand() */
 }
 
-/* Flags that are parsed for compatibility but have no effect yet. */
-static void warn_unused(const sdc_cli_args *a) {
-    const char *unused[8];
-    int n = 0;
-    if (a->backend) unused[n++] = "--backend";
-    if (a->convert_name) unused[n++] = "--convert-name";
-    if (isfinite(a->flow_shift)) unused[n++] = "--flow-shift";
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "sdc: warning: %s is not supported yet and is ignored\n", unused[i]);
-}
-
 /* --imat-in files merged into one imatrix (also made, empty, for --imat-out). */
 static int load_imatrices(const sdc_cli_args *a, bool for_output, sdc_imatrix **out) {
     *out = NULL;
@@ -136,6 +197,45 @@ static int load_imatrices(const sdc_cli_args *a, bool for_output, sdc_imatrix **
     return 0;
 }
 
+/* JSON string literal of s on f. */
+static void print_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* -M metadata --image PATH: the generation parameters stored in a PNG or JPEG. */
+static int print_metadata(const sdc_cli_args *a) {
+    char *text = NULL;
+    sdc_status st = img_read_parameters(a->image_path, &text);
+    if (st != SDC_OK) return fail("--image: %s", library_error(st));
+    if (!strcmp(a->metadata_format, "json")) {
+        printf("{\"file\": ");
+        print_json_string(stdout, a->image_path);
+        printf(", \"parameters\": ");
+        if (text)
+            print_json_string(stdout, text);
+        else
+            printf("null");
+        printf("}\n");
+    } else if (text) {
+        printf("%s\n", text);
+    } else {
+        printf("%s: no generation parameters stored\n", a->image_path);
+    }
+    free(text);
+    return 0;
+}
+
 static int convert(sdc_cli_args *a) {
     char err[1024];
     if (!sdc_cli_check_inputs(a, err, sizeof err)) return fail("%s", err);
@@ -144,19 +244,19 @@ static int convert(sdc_cli_args *a) {
     if (load_imatrices(a, false, &im)) return 1;
     sdc_convert_params p;
     sdc_convert_params_init(&p);
-    p.model_path = a->model_path;
-    p.diffusion_model_path = a->diffusion_model_path;
-    p.t5xxl_path = a->t5xxl_path;
-    p.clip_l_path = a->clip_l_path;
-    p.clip_g_path = a->clip_g_path;
-    p.vae_path = a->vae_path;
-    p.t5_tokenizer_path = a->t5_tokenizer_path;
+    p.model_path = a->ctx.model_path;
+    p.diffusion_model_path = a->ctx.diffusion_model_path;
+    p.t5xxl_path = a->ctx.t5xxl_path;
+    p.clip_l_path = a->ctx.clip_l_path;
+    p.clip_g_path = a->ctx.clip_g_path;
+    p.vae_path = a->ctx.vae_path;
+    p.t5_tokenizer_path = a->ctx.t5_tokenizer_path;
     p.output_path = a->output_path;
-    p.type = a->weight_type;
-    p.tensor_type_rules = a->tensor_type_rules;
+    p.type = a->ctx.weight_type;
+    p.tensor_type_rules = a->ctx.tensor_type_rules;
     p.convert_name = a->convert_name;
     p.imatrix = im;
-    p.n_threads = a->n_threads;
+    p.n_threads = a->ctx.n_threads;
     double t0 = now_seconds();
     sdc_status st = sdc_convert(&p);
     sdc_imatrix_free(im);
@@ -166,14 +266,69 @@ static int convert(sdc_cli_args *a) {
     return 0;
 }
 
+/* Loads -i / --mask as sd-cli does: an image of another size than -W/-H (when given) is
+ * resized to it; without -W/-H the init image sets the size. */
+static int load_input(const char *opt, const char *path, int w, int h, sdc_image *out) {
+    sdc_image img = {0};
+    sdc_status st = img_load(path, &img);
+    if (st != SDC_OK) return fail("%s: %s", opt, library_error(st));
+    if (w > 0 && h > 0 && ((int)img.width != w || (int)img.height != h)) {
+        sdc_image resized = {0};
+        st = img_resize(&img, w, h, &resized);
+        img_free(&img);
+        if (st != SDC_OK) return fail("%s: %s", opt, library_error(st));
+        img = resized;
+    }
+    *out = img;
+    return 0;
+}
+
+static int load_inputs(const sdc_cli_args *a, sdc_generate_params *gp, sdc_image *init,
+                       sdc_image *mask) {
+    if (a->init_img_path) {
+        int w = a->width_set ? gp->width : 0, h = a->height_set ? gp->height : 0;
+        if (w <= 0 || h <= 0) w = h = 0; /* both, or the image's own size */
+        if (load_input("--init-img", a->init_img_path, w, h, init)) return 1;
+        gp->width = (int)init->width;
+        gp->height = (int)init->height;
+        gp->init_image = init;
+    }
+    if (a->mask_path) {
+        if (load_input("--mask", a->mask_path, gp->width, gp->height, mask)) return 1;
+        gp->mask_image = mask;
+    }
+    return 0;
+}
+
+static int save_images(const sdc_cli_args *a, run_state *rs, const sdc_generate_params *gp,
+                       const sdc_image *images, int count) {
+    int saved = 0;
+    for (int i = 0; i < count; i++) {
+        char *name = sdc_cli_output_name(a, i, count);
+        char *text =
+            a->no_metadata ? NULL : sdc_generation_parameters_text(rs->ctx, gp, images[i].seed);
+        sdc_status st;
+        if (!name) {
+            fail("out of memory");
+        } else if ((st = img_save(name, &images[i], text, 0)) != SDC_OK) {
+            fail("%s", library_error(st));
+        } else {
+            printf("saved %s\n", name);
+            saved++;
+        }
+        free(text);
+        free(name);
+    }
+    return saved;
+}
+
 static int generate(sdc_cli_args *a) {
     char err[1024];
     if (!sdc_cli_check_inputs(a, err, sizeof err)) return fail("%s", err);
     if (!make_parent_dirs(a->output_path, err, sizeof err)) return fail("%s", err);
-    warn_unused(a);
-    if (a->seed < 0) {
-        a->seed = random_seed();
-        fprintf(stderr, "sdc: using random seed %lld\n", (long long)a->seed);
+    if (a->gen.seed < 0) {
+        a->gen.seed = random_seed();
+        fprintf(stderr, "sdc: using random seed %lld\n", (long long)a->gen.seed);
     }
 
     /* as sd-cli: say so up front when --imat-out will replace a file not being read */
@@ -186,48 +341,38 @@ static int generate(sdc_cli_args *a) {
                     "overwritten\n",
                     a->imat_out);
     }
+    sdc_generate_params gp;
+    sdc_cli_to_generate_params(a, &gp);
+    sdc_image init = {0}, mask = {0};
+    if (load_inputs(a, &gp, &init, &mask)) {
+        img_free(&init);
+        return 1;
+    }
     sdc_imatrix *im;
     if (load_imatrices(a, a->imat_out != NULL, &im)) return 1;
     sdc_context_params cp;
     sdc_cli_to_context_params(a, &cp);
     cp.imatrix = im;
-    run_state rs = {NULL, {0}};
+    run_state rs = {NULL, {0}, a->preview_path, false};
     double t0 = now_seconds();
     sdc_status st = sdc_context_create(&cp, &rs.ctx);
     if (st == SDC_OK && a->imat_out) st = sdc_context_collect_imatrix(rs.ctx, im);
     if (st != SDC_OK) {
         sdc_context_free(rs.ctx);
         sdc_imatrix_free(im);
+        img_free(&init);
+        img_free(&mask);
         return fail("%s", library_error(st));
     }
     if (a->verbose) fprintf(stderr, "sdc: models loaded in %.2fs\n", now_seconds() - t0);
 
-    sdc_generate_params gp;
-    sdc_cli_to_generate_params(a, &gp);
-    /* img2img: the init image sets the size; a mask must match it */
-    sdc_image init = {0}, mask = {0};
-    int iw = 0, ih = 0;
-    if (a->init_img_path) {
-        if ((st = sdc_png_read(a->init_img_path, &init.data, &iw, &ih)) != SDC_OK) {
-            sdc_context_free(rs.ctx);
-            return fail("%s", library_error(st));
-        }
-        init.width = (uint32_t)iw, init.height = (uint32_t)ih, init.channels = 3;
-        gp.init_image = &init;
-        gp.width = iw, gp.height = ih;
-    }
-    if (a->mask_path) {
-        if ((st = sdc_png_read(a->mask_path, &mask.data, &iw, &ih)) != SDC_OK) {
-            free(init.data);
-            sdc_context_free(rs.ctx);
-            return fail("%s", library_error(st));
-        }
-        mask.width = (uint32_t)iw, mask.height = (uint32_t)ih, mask.channels = 3;
-        gp.mask_image = &mask;
-    }
     sdc_cli_progress_init(&rs.bar, stderr);
     gp.progress = on_progress;
     gp.progress_user = &rs;
+    if (strcmp(a->preview_method, "none") != 0) {
+        gp.preview = on_preview;
+        gp.preview_user = &rs;
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -242,12 +387,12 @@ static int generate(sdc_cli_args *a) {
     st = sdc_generate_image(rs.ctx, &gp, &images, &count);
     double gen_seconds = now_seconds() - t1;
     signal(SIGINT, SIG_DFL);
-    free(init.data);
-    free(mask.data);
     if (st != SDC_OK) {
         int rc = fail("%s", st == SDC_ERR_CANCELLED ? "interrupted" : library_error(st));
         sdc_context_free(rs.ctx);
         sdc_imatrix_free(im);
+        img_free(&init);
+        img_free(&mask);
         return rc;
     }
     int imat_rc = 0;
@@ -260,59 +405,61 @@ static int generate(sdc_cli_args *a) {
                     sdc_imatrix_entry_count(im));
     }
     sdc_imatrix_free(im);
-
-    int saved = 0;
-    for (int i = 0; i < count; i++) {
-        char *name = sdc_cli_output_name(a, i, count);
-        char *text = sdc_generation_parameters_text(rs.ctx, &gp, images[i].seed);
-        if (!name) {
-            fail("out of memory");
-        } else if ((st = sdc_save_png(name, &images[i], text)) != SDC_OK) {
-            fail("%s", library_error(st));
-        } else {
-            printf("saved %s\n", name);
-            saved++;
-        }
-        free(text);
-        free(name);
-    }
+    int saved = save_images(a, &rs, &gp, images, count);
     sdc_free_images(images, count);
+    img_free(&init);
+    img_free(&mask);
     sdc_context_free(rs.ctx);
     if (saved != count || imat_rc) return 1;
 
     /* time per step from the progress reports; the whole call if there were none */
     int total_steps = rs.bar.total_steps;
     double per_step = total_steps ? rs.bar.total_seconds / total_steps
-                                  : gen_seconds / ((double)a->steps * (count ? count : 1));
+                                  : gen_seconds / ((double)gp.steps * (count ? count : 1));
     printf("generated %d image(s) in %.2fs (%.2fs/step), peak memory %.0f MiB\n", count,
            gen_seconds, per_step, (double)sdc_peak_rss_bytes() / (1024.0 * 1024.0));
     return 0;
 }
 
+static void list_devices(void) {
+    for (int i = 0; i < sdc_device_count(); i++) {
+        char name[64], desc[512];
+        if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
+            printf("%s\t%s\n", name, desc);
+    }
+}
+
+static int run(sdc_cli_args *a) {
+    sdc_set_log_level(a->verbose ? SDC_LOG_DEBUG : SDC_LOG_WARN);
+    sdc_set_log_callback(log_to_stderr, NULL);
+    if (a->mode == SDC_CLI_MODE_METADATA) return print_metadata(a);
+    for (int i = 0; i < a->n_notes; i++) warn(a->notes[i]);
+    /* --cpu-devices re-creates the device list, so it comes before anything uses it */
+    if (a->cpu_devices > 0) {
+        sdc_status st = set_cpu_devices(a->cpu_devices);
+        if (st != SDC_OK) return fail("--cpu-devices: %s", library_error(st));
+    }
+    if (a->list_devices) {
+        list_devices();
+        return 0;
+    }
+    return a->mode == SDC_CLI_MODE_CONVERT ? convert(a) : generate(a);
+}
+
 int main(int argc, char **argv) {
     sdc_cli_args a;
-    sdc_cli_parse_result r = sdc_cli_parse(&a, argc, argv);
+    sdc_cli_parse_result r = sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, argc, argv);
+    g_color = a.color;
     int rc = 0;
     if (r == SDC_CLI_PARSE_ERROR) {
         rc = fail("%s", a.error);
     } else if (r == SDC_CLI_PARSE_EXIT) {
         if (a.help)
-            sdc_cli_print_usage(stdout, "sdc");
+            sdc_cli_print_usage(stdout, SDC_CLI_PROGRAM_SDC);
         else
             printf("sdc %s\n", sdc_version());
     } else {
-        sdc_set_log_level(a.verbose ? SDC_LOG_DEBUG : SDC_LOG_WARN);
-        sdc_set_log_callback(log_to_stderr, NULL);
-        if (a.list_devices) {
-            for (int i = 0; i < sdc_device_count(); i++) {
-                char name[64], desc[512];
-                if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
-                    printf("%s\t%s\n", name, desc);
-            }
-        } else if (a.mode == SDC_CLI_MODE_CONVERT)
-            rc = convert(&a);
-        else
-            rc = generate(&a);
+        rc = run(&a);
     }
     sdc_cli_args_free(&a);
     return rc;

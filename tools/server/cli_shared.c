@@ -1,18 +1,15 @@
-/* Compiles the CLI's flag parser into the server, so both programs read the model and
- * generation flags with one piece of code (tools/cli stays untouched). */
+/* The server's name tables are the library's enumerations (include/sdc.h). */
 #include "cli_shared.h"
 
-#include "../cli/args.c"
-
 size_t sdc_srv_sampler_count(void) {
-    return COUNT_OF(k_samplers);
+    return (size_t)sdc_sampler_count();
 }
 const char *sdc_srv_sampler_name(size_t i) {
-    return i < COUNT_OF(k_samplers) ? k_samplers[i] : NULL;
+    return sdc_sampler_name((int)i);
 }
 size_t sdc_srv_scheduler_count(void) {
-    return COUNT_OF(k_schedulers);
+    return (size_t)sdc_scheduler_count();
 }
 const char *sdc_srv_scheduler_name(size_t i) {
-    return i < COUNT_OF(k_schedulers) ? k_schedulers[i] : NULL;
+    return sdc_scheduler_name((int)i);
 }

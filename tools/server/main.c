@@ -1,6 +1,7 @@
 /* sdc-server: loads the models once and serves sd.cpp's sd-server APIs (OpenAI images,
- * A1111 sdapi, sdcpp async jobs) over HTTP. Model and default generation flags are the
- * CLI's (tools/cli/args.c); the server adds its own listening and queue flags. */
+ * A1111 sdapi, sdcpp async jobs) over HTTP. Model and default generation flags are
+ * sdc's (the shared parser, tools/common/args.c); the server adds its listening and queue
+ * flags. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -42,15 +43,14 @@ static const struct {
 
 static void usage(FILE *f) {
     fprintf(f, "sdc-server %s: HTTP server for sdc (sd.cpp sd-server APIs)\n", sdc_version());
-    fprintf(f, "Usage: sdc-server [server options] [model and generation options of sdc]\n\n");
+    fprintf(f, "Usage: sdc-server [server options] [model options and generation defaults]\n\n");
     fprintf(f, "Server:\n");
     for (size_t i = 0; i < sizeof k_server_flags / sizeof k_server_flags[0]; i++) {
         char names[64];
         snprintf(names, sizeof names, "%s %s", k_server_flags[i].name, k_server_flags[i].value);
-        fprintf(f, "      %-28s %s\n", names, k_server_flags[i].help);
+        fprintf(f, "      %-30s %s\n", names, k_server_flags[i].help);
     }
-    fprintf(f, "\nModel options and generation defaults are those of sdc:\n\n");
-    sdc_cli_print_usage(f, "sdc-server");
+    sdc_cli_print_usage(f, SDC_CLI_PROGRAM_SERVER);
 }
 
 static bool parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out) {
@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     sdc_cli_args a;
-    sdc_cli_parse_result pr = sdc_cli_parse(&a, n_args, args);
+    sdc_cli_parse_result pr = sdc_cli_parse(&a, SDC_CLI_PROGRAM_SERVER, n_args, args);
     if (pr == SDC_CLI_PARSE_EXIT) {
         if (a.version) printf("sdc-server %s\n", sdc_version());
         sdc_cli_args_free(&a);
@@ -203,12 +203,9 @@ int main(int argc, char **argv) {
     sdc_srv_jobs *jobs = NULL;
     sdc_srv_http *http = NULL;
     char err[512];
+    sdc_status st = SDC_OK;
     if (pr == SDC_CLI_PARSE_ERROR) {
         fprintf(stderr, "sdc-server: error: %s\n", a.error);
-        goto done;
-    }
-    if (a.mode != SDC_CLI_MODE_IMG_GEN) {
-        fprintf(stderr, "sdc-server: error: only img_gen mode can be served\n");
         goto done;
     }
     if (!sdc_cli_check_inputs(&a, err, sizeof err)) {
@@ -221,30 +218,40 @@ int main(int argc, char **argv) {
     }
     sdc_set_log_callback(log_to_stderr, NULL);
     if (a.verbose) sdc_set_log_level(SDC_LOG_INFO);
+    for (int i = 0; i < a.n_notes; i++) fprintf(stderr, "sdc-server: warning: %s\n", a.notes[i]);
+    /* pending: sdc_set_cpu_devices(a.cpu_devices) once the library has it */
+    if (a.cpu_devices > 1) {
+        fprintf(stderr,
+                "sdc-server: error: --cpu-devices: %d CPU devices: not in this library "
+                "yet\n",
+                a.cpu_devices);
+        goto done;
+    }
 
     sdc_context_params cp;
     sdc_cli_to_context_params(&a, &cp);
-    sdc_status st = sdc_context_create(&cp, &ctx);
+    st = sdc_context_create(&cp, &ctx);
     if (st != SDC_OK) {
         fprintf(stderr, "sdc-server: error: cannot load the model: %s\n",
                 *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
         goto done;
     }
 
+    /* generation defaults: the library's, as changed by the flags */
     sdc_srv_defaults d;
     sdc_srv_defaults_init(&d);
-    d.prompt = a.prompt;
-    d.negative_prompt = a.negative_prompt;
-    d.width = a.width;
-    d.height = a.height;
-    d.steps = a.steps;
-    d.batch_count = a.batch_count;
-    d.cfg_scale = a.cfg_scale;
-    d.strength = a.strength;
-    d.eta = isfinite(a.eta) ? a.eta : NAN;
-    d.seed = a.seed;
-    d.sampler = a.sampling_method;
-    d.scheduler = a.scheduler;
+    d.prompt = a.gen.prompt;
+    d.negative_prompt = a.gen.negative_prompt;
+    d.width = a.gen.width;
+    d.height = a.gen.height;
+    d.steps = a.gen.steps;
+    d.batch_count = a.gen.batch_count;
+    d.cfg_scale = a.gen.cfg_scale;
+    d.strength = a.gen.strength;
+    d.eta = a.gen.eta;
+    d.seed = a.gen.seed;
+    d.sampler = a.gen.sampling_method;
+    d.scheduler = a.gen.scheduler;
 
     /* signals are taken by sigwait below; every thread inherits this mask */
     sigset_t sigs;
@@ -254,7 +261,7 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept, sf.job_ttl, a.rng, a.sampler_rng};
+    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept, sf.job_ttl, a.gen.rng, a.gen.sampler_rng};
     jobs = sdc_srv_jobs_create(ctx, &jc);
     if (!jobs) {
         fprintf(stderr, "sdc-server: error: cannot start the worker thread\n");
@@ -267,7 +274,7 @@ int main(int argc, char **argv) {
         .api_key = sf.api_key,
         .max_body = (size_t)sf.max_body,
         .max_connections = sf.max_connections,
-        .model_path = a.diffusion_model_path ? a.diffusion_model_path : a.model_path,
+        .model_path = a.ctx.diffusion_model_path ? a.ctx.diffusion_model_path : a.ctx.model_path,
         .defaults = &d,
         .max_queue = sf.max_queue,
     };

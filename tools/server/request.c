@@ -17,17 +17,23 @@
 #define EXTRA_OPEN  "<sd_cpp_extra_args>"
 #define EXTRA_CLOSE "</sd_cpp_extra_args>"
 
+/* The generation defaults are the library's (sdc_generate_params_init), as for sdc. */
 void sdc_srv_defaults_init(sdc_srv_defaults *d) {
+    sdc_generate_params g;
+    sdc_generate_params_init(&g);
     memset(d, 0, sizeof *d);
-    d->prompt = "";
-    d->negative_prompt = "";
-    d->width = d->height = 512;
-    d->steps = 20;
-    d->batch_count = 1;
-    d->cfg_scale = 7.0f;
-    d->strength = 0.75f;
-    d->eta = NAN;
-    d->seed = 42;
+    d->prompt = g.prompt;
+    d->negative_prompt = g.negative_prompt;
+    d->width = g.width;
+    d->height = g.height;
+    d->steps = g.steps;
+    d->batch_count = g.batch_count;
+    d->cfg_scale = g.cfg_scale;
+    d->strength = g.strength;
+    d->eta = g.eta;
+    d->seed = g.seed;
+    d->sampler = g.sampling_method;
+    d->scheduler = g.scheduler;
     d->max_side = 4096;
     d->max_steps = 150;
     d->max_batch = 8;
