@@ -47,7 +47,7 @@ STATUS = r"""
 --preview | note | cli | name | proj | preview_method | CHOICE:none,proj,tae,vae | cli | none | METHOD | write a preview while sampling: none, proj, tae or vae (the library picks the cheapest decode the model allows)
 --help | works | cli | none | - | - | HELP | both | - | - | show this help and exit
 --imat-in | works | cli | path | @IMAT | - | IMAT_IN | cli | - | PATH | load an importance matrix (repeatable; merged)
---model | works | cli | path | @T5 | ctx.model_path | - | both | - | PATH | full model checkpoint (tensor names as stored)
+--model | works | cli | path | @MODEL | ctx.model_path | - | both | - | PATH | full model checkpoint (tensor names as stored)
 --clip_l | lib | library | path | @T5 | ctx.clip_l_path | - | both | - | PATH | CLIP-L text encoder
 --clip_g | lib | library | path | @T5 | ctx.clip_g_path | - | both | - | PATH | CLIP-G text encoder
 --clip_vision | lib | library | path | @T5 | ctx.clip_vision_path | - | both | - | PATH | CLIP vision encoder
@@ -131,25 +131,25 @@ STATUS = r"""
 --fps | warning | cli | int | 24 | - | - | both | - | N | video generation (-M vid_gen) is not supported yet; ignored
 --timestep-shift | error | cli | int | 250 | - | - | both | 0 | N | timestep shifts (NitroFusion) are not supported yet
 --upscale-repeats | warning | cli | int | 2 | - | - | both | 1 | N | applies to --upscale-model; without an upscaler it does nothing
---upscale-tile-size | warning | cli | int | 128 | - | - | both | 128 | N | applies to --upscale-model; without an upscaler it does nothing
+--upscale-tile-size | warning | cli | int | 256 | - | - | both | 128 | N | applies to --upscale-model; without an upscaler it does nothing
 --hires-width | warning | cli | int | 1024 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
 --hires-height | warning | cli | int | 1024 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
 --hires-steps | warning | cli | int | 10 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
---hires-upscale-tile-size | warning | cli | int | 128 | - | - | both | 128 | N | applies to hires fix (--hires), which is not supported yet; ignored
+--hires-upscale-tile-size | warning | cli | int | 256 | - | - | both | 128 | N | applies to hires fix (--hires), which is not supported yet; ignored
 --cfg-scale | works | cli | float | 6 | gen.cfg_scale | - | both | - | X | classifier-free guidance scale (default: 7.0)
 --img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | both | - | X | image guidance scale of inpaint/edit models (default: --cfg-scale)
 --guidance | lib | library | float | 3.5 | gen.guidance | - | both | - | X | distilled guidance of guidance-distilled models (default: 3.5)
 --slg-scale | error | cli | float | 2.5 | - | - | both | 0 | X | skip-layer guidance is not supported yet
---skip-layer-start | warning | cli | float | 0.01 | - | - | both | 0.01 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
---skip-layer-end | warning | cli | float | 0.2 | - | - | both | 0.2 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
+--skip-layer-start | warning | cli | float | 0.05 | - | - | both | 0.01 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
+--skip-layer-end | warning | cli | float | 0.3 | - | - | both | 0.2 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
 --eta | works | cli | float | 0.5 | gen.eta | - | both | - | X | noise multiplier of samplers that have one (default: the sampler's)
 --flow-shift | lib | library | float | 3 | ctx.flow_shift | - | both | - | X | shift of flow models (default: the model's)
 --high-noise-cfg-scale | warning | cli | float | 7 | - | - | both | - | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --high-noise-img-cfg-scale | warning | cli | float | 7 | - | - | both | - | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --high-noise-guidance | warning | cli | float | 3.5 | - | - | both | - | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --high-noise-slg-scale | warning | cli | float | 2.5 | - | - | both | 0 | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
---high-noise-skip-layer-start | warning | cli | float | 0.01 | - | - | both | 0.01 | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
---high-noise-skip-layer-end | warning | cli | float | 0.2 | - | - | both | 0.2 | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
+--high-noise-skip-layer-start | warning | cli | float | 0.05 | - | - | both | 0.01 | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
+--high-noise-skip-layer-end | warning | cli | float | 0.3 | - | - | both | 0.2 | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --high-noise-eta | warning | cli | float | 1 | - | - | both | - | X | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --strength | works | cli | float | 0.5 | gen.strength | STRENGTH | both | - | X | img2img: share of the schedule run, (0, 1] (default: 0.75)
 --pm-style-strength | warning | cli | float | 20 | - | - | both | - | X | applies to PhotoMaker, which is not supported yet; ignored
@@ -282,8 +282,11 @@ def main():
            "per model) | error (not yet: refused) | warning (a hint: accepted and ignored)",
            "# expect_minit2i: what sdc answers for this flag with the golden MiniT2I on CPU "
            "(ok, error, warning)",
+           "# quiet_value: a value that needs no answer (the default), '-' if every value gets one",
+           "# test values: @DIT @T5 @MODEL @PNG @DIR @TXT @TOK @IMAT @OUT @TMP stand for files "
+           "the tests make or take from the golden MiniT2I",
            "\t".join(["long", "short", "group", "sdcli_kind", "joined", "value", "test_value",
-                      "status", "decided_by", "expect_minit2i", "scope", "note"])]
+                      "quiet_value", "status", "decided_by", "expect_minit2i", "scope", "note"])]
 
     def expect(r):
         if r["status"] in ("works", "note"):
@@ -296,11 +299,12 @@ def main():
     for f, g, k, s, l, c in rows:
         r = status[l]
         tsv.append("\t".join([l, s or "-", GROUP[g], k, "," if c else "-", r["value"],
-                              r["test"], r["status"], r["decided"], expect(r), r["scope"],
+                              r["test"], r["neutral"], r["status"], r["decided"], expect(r), r["scope"],
                               r["text"]]))
     for l, r in status.items():
         if r["own"]:
-            tsv.append("\t".join([l, "-", "own", "own", "-", r["value"], r["test"], r["status"],
+            tsv.append("\t".join([l, "-", "own", "own", "-", r["value"], r["test"], r["neutral"],
+                                  r["status"],
                                   r["decided"], expect(r), r["scope"], r["text"]]))
     with open(os.path.join(ROOT, "tests/data/sdcli_flags.tsv"), "w") as fp:
         fp.write("\n".join(tsv) + "\n")
@@ -336,8 +340,10 @@ def main():
                  f"{c_str(r['vname'])}, {c_str(r['text'])}}},")
     c += ["};", "", "const int sdc_cli_opt_count = (int)(sizeof sdc_cli_opts / sizeof sdc_cli_opts[0]);",
           ""]
-    with open(os.path.join(ROOT, "tools/common/flag_table.c"), "w") as fp:
+    out = os.path.join(ROOT, "tools/common/flag_table.c")
+    with open(out, "w") as fp:
         fp.write("\n".join(c))
+    subprocess.run(["clang-format", "-i", out], check=False)
     print(f"{len(flags)} sd-cli flags, {sum(1 for r in status.values() if r['own'])} own")
 
 
