@@ -191,7 +191,7 @@ STATUS = r"""
 --prompt-file | works | cli | path | @TXT | gen.prompt | PROMPT_FILE | both | - | PATH | read the prompt from this file
 --negative-prompt-file | works | cli | path | @TXT | gen.negative_prompt | NEG_PROMPT_FILE | both | - | PATH | read the negative prompt from this file
 @own --t5-tokenizer | works | cli | path | @TOK | ctx.t5_tokenizer_path | - | both | - | PATH | T5 tokenizer (tokenizer.json or spiece.model; default: found next to the T5)
-@own --cpu-devices | works | cli | int | 2 | cpu_devices | CPU_DEVICES | both | - | N | split the CPU into N devices cpu0..cpuN-1 (for placement and splits)
+@own --cpu-devices | works | library | int | 2 | cpu_devices | CPU_DEVICES | both | - | N | split the CPU into N devices cpu0..cpuN-1 (for placement and splits)
 @own --version | works | cli | none | - | - | VERSION | both | - | - | print the version and exit
 """
 
