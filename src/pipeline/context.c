@@ -63,6 +63,8 @@ sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
         (s = add_file(ctx, p->diffusion_model_path, PREFIX_DIT, ctx->diffusion_model_name,
                       sizeof ctx->diffusion_model_name)) != SDC_OK)
         goto fail;
+    ctx->weight_type = p->weight_type;
+    ctx->flow_shift = p->flow_shift;
     ctx->t5_file = -1;
     if (p->t5xxl_path) {
         if ((s = add_file(ctx, p->t5xxl_path, PREFIX_T5, ctx->t5xxl_name,
@@ -137,6 +139,13 @@ const char *sdc_context_diffusion_model_name(const sdc_context *ctx) {
 }
 const char *sdc_context_t5xxl_name(const sdc_context *ctx) {
     return ctx ? ctx->t5xxl_name : "";
+}
+
+int sdc_context_weight_type(const sdc_context *ctx) {
+    return ctx ? ctx->weight_type : -1;
+}
+float sdc_context_flow_shift(const sdc_context *ctx) {
+    return ctx ? ctx->flow_shift : NAN;
 }
 
 const char *sdc_context_sampler_name(const sdc_context *ctx, const sdc_generate_params *p) {

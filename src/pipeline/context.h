@@ -22,6 +22,8 @@ struct sdc_context {
     sdc_tokenizer *tokenizer;
     /* basenames of the model files, for PNG metadata */
     char model_name[256], diffusion_model_name[256], t5xxl_name[256];
+    int weight_type;  /* --type (ggml id, -1: as stored), for PNG metadata */
+    float flow_shift; /* --flow-shift (NAN: not set), for PNG metadata */
     _Atomic int cancel;
     /* called around every graph node of every model pass (imatrix collection, debugging);
      * NULL costs nothing */

@@ -118,7 +118,8 @@ static void test_golden_runs(void) {
     char png[600], want[1024];
     snprintf(png, sizeof png, "%s/a01.png", g_dir);
     snprintf(want, sizeof want,
-             "a cat\nSteps: 4, CFG scale: 6.000000, Eta: inf, Seed: 42, Size: 64x64, Model: , "
+             "a cat\nSteps: 4, CFG scale: 6.000000, Guidance: 3.500000, Eta: inf, Seed: 42, Size: "
+             "64x64, Model: , "
              "RNG: cpu, Sampler: euler discrete, TE: minit2i_a_t5_f32.safetensors, Unet: "
              "minit2i_a_dit_f32.safetensors, Version: sdc %s",
              sdc_version());

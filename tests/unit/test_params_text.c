@@ -1,7 +1,10 @@
 /* The A1111 "parameters" text. Reference: the text sd-cli itself wrote into the golden
  * PNGs (golden/minit2i/png, commands in runs.tsv). Every field we write must
  * appear there with the same value and in the same order; fields sd-cli writes that we
- * do not (Guidance, SDCPP json) are listed. */
+ * do not (the SDCPP json) are listed. Then the fields the golden runs do not exercise
+ * (custom sigmas, img2img, inpainting, --type, --flow-shift, clip skip, further model
+ * files), against sd-cli's rules (examples/common/common.cpp get_image_params) and A1111's
+ * names written out by hand, and the text of a real context. */
 #include <math.h>
 #include <png.h>
 
@@ -113,7 +116,7 @@ static void test_against_sdcli(void) {
         if (pl && prompt[pl - 1] == '"') prompt[pl - 1] = '\0';
 
         sdc_generate_params p;
-        memset(&p, 0, sizeof p);
+        sdc_generate_params_init(&p); /* guidance unset: sd-cli writes its 3.5 */
         p.prompt = prompt;
         p.negative_prompt = "";
         p.width = atoi(col[2]);
@@ -128,7 +131,11 @@ static void test_against_sdcli(void) {
         char dit[256], t5[256];
         command_value(col[12], "--diffusion-model", dit, sizeof dit);
         command_value(col[12], "--t5xxl", t5, sizeof t5);
-        sdc_params_text_models models = {"", t5, dit, NULL, NULL};
+        sdc_params_text_models models;
+        memset(&models, 0, sizeof models);
+        models.model = "";
+        models.t5xxl = t5;
+        models.diffusion_model = dit;
         char *ours = sdc_params_text_format_models(&models, &p, strtoll(col[7], NULL, 10));
 
         char png_path[512];
@@ -180,7 +187,7 @@ static void test_against_sdcli(void) {
 /* Fields that the golden runs do not exercise, against sd-cli's rules written out. */
 static void test_optional_fields(void) {
     sdc_generate_params p;
-    memset(&p, 0, sizeof p);
+    sdc_generate_params_init(&p);
     p.prompt = "a dog";
     p.negative_prompt = "blurry, dark";
     p.width = 512;
@@ -195,7 +202,8 @@ static void test_optional_fields(void) {
     char *t = sdc_params_text_format("model.safetensors", &p, -5);
     char want[512];
     snprintf(want, sizeof want,
-             "a dog\nNegative prompt: blurry, dark\nSteps: 20, CFG scale: 7.500000, Eta: "
+             "a dog\nNegative prompt: blurry, dark\nSteps: 20, CFG scale: 7.500000, Guidance: "
+             "3.500000, Eta: "
              "1.000000, Seed: -5, Size: 512x256, Model: model.safetensors, RNG: cuda, Sampler "
              "RNG: cpu, Sampler: euler_a, Version: sdc %s",
              sdc_version());
@@ -210,7 +218,8 @@ static void test_optional_fields(void) {
     p.rng = "cpu";
     t = sdc_params_text_format(NULL, &p, 1);
     snprintf(want, sizeof want,
-             "\nSteps: 20, CFG scale: 7.500000, Eta: 1.000000, Seed: 1, Size: 512x256, Model: , "
+             "\nSteps: 20, CFG scale: 7.500000, Guidance: 3.500000, Eta: 1.000000, Seed: 1, Size: "
+             "512x256, Model: , "
              "RNG: cpu, Version: sdc %s",
              sdc_version());
     CHECK(t && !strcmp(t, want), "defaults:\n got: %s\nwant: %s", t ? t : "(null)", want);
@@ -228,8 +237,96 @@ static void test_optional_fields(void) {
     free(big);
 }
 
+/* What reproducing an image needs beyond the golden runs' fields. */
+static void test_reproduction_fields(void) {
+    sdc_generate_params p;
+    sdc_generate_params_init(&p);
+    p.prompt = "a cat";
+    p.width = p.height = 64;
+    p.steps = 2;
+    p.cfg_scale = 6.0f;
+    p.seed = 7;
+    p.sampling_method = "euler";
+    p.scheduler = "karras";
+    p.rng = "cpu";
+    p.guidance = 4.0f;
+    p.clip_skip = 2;
+    float sig[3] = {1.0f, 0.53125f, 0.0f};
+    p.sigmas = sig;
+    p.n_sigmas = 3;
+    uint8_t px[3] = {0};
+    sdc_image img = {1, 1, 3, px, 0};
+    p.init_image = &img;
+    p.mask_image = &img;
+    p.strength = 0.6f;
+    sdc_params_text_models m;
+    memset(&m, 0, sizeof m);
+    m.model = "full.gguf";
+    m.clip_l = "clip_l.st";
+    m.t5xxl = "t5.st";
+    m.llm = "qwen.gguf";
+    m.diffusion_model = "dit.st";
+    m.vae = "vae.st";
+    m.weight_type = "q8_0";
+    m.has_flow_shift = true;
+    m.flow_shift = 3.0f;
+    char *t = sdc_params_text_format_models(&m, &p, 7);
+    char want[1024];
+    /* sd-cli: custom sigmas replace the scheduler, "%.4f" each; TE files in the order
+     * clip_l, clip_g, t5xxl, llm, llm_vision; VAE after Unet; Clip skip after that */
+    snprintf(want, sizeof want,
+             "a cat\nSteps: 2, CFG scale: 6.000000, Guidance: 4.000000, Eta: inf, Seed: 7, Size: "
+             "64x64, Model: full.gguf, RNG: cpu, Sampler: euler, Custom Sigmas: [1.0000, "
+             "0.5312, 0.0000], TE: clip_l.st, TE: t5.st, TE: qwen.gguf, Unet: dit.st, VAE: "
+             "vae.st, Clip skip: 2, Denoising strength: 0.600000, Mask: yes, Weight type: q8_0, "
+             "Flow shift: 3.000000, Version: sdc %s",
+             sdc_version());
+    CHECK(t && !strcmp(t, want), "reproduction fields:\n got: %s\nwant: %s", t ? t : "(null)",
+          want);
+    printf("all fields: %s\n", t ? t : "(null)");
+    free(t);
+    /* not set: no Custom Sigmas (the scheduler instead), no img2img fields, no type/shift */
+    p.sigmas = NULL;
+    p.n_sigmas = 0;
+    p.init_image = p.mask_image = NULL;
+    p.clip_skip = -1;
+    memset(&m, 0, sizeof m);
+    t = sdc_params_text_format_models(&m, &p, 7);
+    CHECK(t && strstr(t, "Sampler: euler karras, Version") && !strstr(t, "Denoising") &&
+              !strstr(t, "Mask") && !strstr(t, "Weight type") && !strstr(t, "Flow shift") &&
+              !strstr(t, "Clip skip"),
+          "unset fields left out: %s", t ? t : "(null)");
+    free(t);
+}
+
+/* A real context records --type and --flow-shift. */
+static void test_context_text(void) {
+    sdc_context_params cp;
+    sdc_context_params_init(&cp);
+    cp.diffusion_model_path = GOLDEN("minit2i/minit2i_a_dit_f32.safetensors");
+    cp.t5xxl_path = GOLDEN("minit2i/minit2i_a_t5_f32.safetensors");
+    cp.weight_type = sdc_weight_type_from_name("f16");
+    cp.flow_shift = 3.0f;
+    cp.n_threads = 1;
+    sdc_context *ctx = NULL;
+    sdc_status st = sdc_context_create(&cp, &ctx);
+    CHECK(st == SDC_OK, "context: %s", sdc_last_error());
+    if (st != SDC_OK) return;
+    sdc_generate_params p;
+    sdc_generate_params_init(&p);
+    char *t = sdc_generation_parameters_text(ctx, &p, 42);
+    CHECK(t && strstr(t, ", Weight type: f16, Flow shift: 3.000000, Version: sdc ") &&
+              strstr(t, "Unet: minit2i_a_dit_f32.safetensors"),
+          "context text: %s", t ? t : "(null)");
+    printf("context text: %s\n", t ? t : "(null)");
+    free(t);
+    sdc_context_free(ctx);
+}
+
 int main(void) {
     test_against_sdcli();
     test_optional_fields();
+    test_reproduction_fields();
+    test_context_text();
     TEST_MAIN_END();
 }
