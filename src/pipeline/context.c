@@ -196,7 +196,7 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
      * dropping each source tensor's file pages once read (release_pages only ever drops
      * file-mapped pages, never converted data) */
     if ((s = sdc_convert_loaded_weights(ctx->weights, p.weight_type, p.tensor_type_rules, p.imatrix,
-                                        p.n_threads, &ctx->converted)) != SDC_OK)
+                                        p.n_threads, NULL, &ctx->converted)) != SDC_OK)
         goto fail;
     sdc_family_load_args la = {.weights = ctx->weights, .params = &p, .t5_file = ctx->t5_file};
     if ((s = load(&la, &ctx->m)) != SDC_OK) goto fail;
