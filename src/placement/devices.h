@@ -40,7 +40,7 @@ struct sdc_device {
     sdc_device_kind kind;
     char name[32];             /* "cpu", "cpu0", "cuda0": what --backend accepts */
     char registry[16];         /* family name that selects its first device: "cpu", "cuda" */
-    char description[256];     /* --list-devices text, includes the memory */
+    char description[384];     /* --list-devices text, includes the memory */
     int n_threads;             /* CPU: worker threads of its backend */
     uint64_t total_bytes;      /* memory for budgeting (CPU: its share of the RAM) */
     uint64_t budget_bytes;     /* --max-vram, 0 = none */
