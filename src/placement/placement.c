@@ -5,6 +5,7 @@
 #include "placement/placement.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,10 +288,17 @@ done:
     return s;
 }
 
+/* whether field f lies inside the caller's struct (an older header may lack it) */
+#define HAS_FIELD(p, f) ((p)->struct_size >= offsetof(sdc_context_params, f) + sizeof(p)->f)
+
 sdc_status sdc_placement_parse(const sdc_context_params *p, sdc_placement *out) {
     if (!p || !out) return sdc_fail(SDC_ERR_INVALID_ARG, "placement: NULL argument");
-    return sdc_placement_parse_specs(p->backend, p->params_backend, p->clip_on_cpu, p->vae_on_cpu,
-                                     p->offload_to_cpu, out);
+    const char *backend = HAS_FIELD(p, backend) ? p->backend : NULL;
+    const char *params = HAS_FIELD(p, params_backend) ? p->params_backend : NULL;
+    bool clip = HAS_FIELD(p, clip_on_cpu) && p->clip_on_cpu;
+    bool vae = HAS_FIELD(p, vae_on_cpu) && p->vae_on_cpu;
+    bool offload = HAS_FIELD(p, offload_to_cpu) && p->offload_to_cpu;
+    return sdc_placement_parse_specs(backend, params, clip, vae, offload, out);
 }
 
 /* ---- description ---- */

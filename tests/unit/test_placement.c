@@ -3,6 +3,7 @@
  * independently) and sd.cpp's docs/backend.md (module table, assignment rules,
  * shorthands), transcribed below by hand with spelling variants. */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -452,6 +453,11 @@ static void test_assignments(void) {
               pl.module[SDC_MODULE_DIFFUSION].params_device == 0 &&
               pl.module[SDC_MODULE_DIFFUSION].device[0] == 1,
           "--offload-to-cpu: weights on cpu (cpu0) for modules running on cpu1");
+    sdc_context_params old = cp;
+    old.struct_size = offsetof(sdc_context_params, backend); /* a header without placement */
+    CHECK(sdc_placement_parse(&old, &pl) == SDC_OK && pl.module[SDC_MODULE_VAE].device[0] == 0 &&
+              pl.module[SDC_MODULE_VAE].params == SDC_PARAMS_DEVICE,
+          "fields beyond struct_size are not read");
     cp.params_backend = "te=disk";
     CHECK(sdc_placement_parse(&cp, &pl) == SDC_OK &&
               pl.module[SDC_MODULE_TE].params == SDC_PARAMS_DISK &&
