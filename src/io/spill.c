@@ -40,8 +40,8 @@ sdc_status sdc_spill_create(size_t capacity, sdc_spill **out) {
     if (ftruncate(fd, (off_t)cap) != 0) {
         int e = errno;
         close(fd);
-        return sdc_fail(SDC_ERR_IO, "params on disk: cannot size a %zu-byte file in %s (%s)",
-                        cap, used, strerror(e));
+        return sdc_fail(SDC_ERR_IO, "params on disk: cannot size a %zu-byte file in %s (%s)", cap,
+                        used, strerror(e));
     }
     void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd); /* the mapping keeps the file */

@@ -15,6 +15,7 @@
 #include "core/types.h"
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
+#include "placement/devices.h"
 #include "sampling/defaults.h"
 #include "sampling/samplers.h"
 #include "sampling/schedulers.h"
@@ -151,12 +152,78 @@ static int clamp_threads(int n) {
     return n;
 }
 
-static sdc_status create_backends(sdc_context *ctx) {
-    sdc_backend *be = sdc_backend_cpu_create(ctx->n_threads);
-    if (!be) return sdc_fail(SDC_ERR_NO_MEMORY, "cannot create the CPU backend");
+/* sd.cpp's internal prefixes of each module's weights. */
+static const char *const k_module_prefixes[SDC_MODULE_COUNT][4] = {
+    [SDC_MODULE_TE] = {"text_encoders.", "cond_stage_model.", "conditioner.", NULL},
+    [SDC_MODULE_DIFFUSION] = {"model.diffusion_model.", NULL},
+    [SDC_MODULE_VAE] = {"first_stage_model.", "vae.", "tae.", NULL},
+    [SDC_MODULE_CLIP_VISION] = {"clip_vision.", NULL},
+    [SDC_MODULE_CONTROL_NET] = {"control_model.", NULL},
+};
+
+bool sdc_module_owns_tensor(sdc_module m, const char *name) {
+    if ((int)m < 0 || m >= SDC_MODULE_COUNT) return false;
+    for (int i = 0; i < 4 && k_module_prefixes[m][i]; i++)
+        if (!strncmp(name, k_module_prefixes[m][i], strlen(k_module_prefixes[m][i]))) return true;
+    return false;
+}
+
+void sdc_context_end_phase(sdc_context *ctx, sdc_module m) {
+    sdc_params_location where = ctx->placement.module[m].params;
+    if (where == SDC_PARAMS_CPU) return; /* kept resident by request */
+    /* default: the text encoders run once per generation, their mapped pages go;
+     * the other modules keep theirs unless asked ("disk") */
+    if (where != SDC_PARAMS_DISK && m != SDC_MODULE_TE) return;
+    for (int i = 0; i < sdc_loader_tensor_count(ctx->weights); i++) {
+        sdc_tensor *t = sdc_loader_tensor_at(ctx->weights, i);
+        if (!sdc_module_owns_tensor(m, t->name)) continue;
+        if (!sdc_converted_weights_release(ctx->converted, t))
+            sdc_loader_release_tensor_pages(ctx->weights, t);
+    }
+}
+
+/* --type conversions of "disk" modules go to the spill file. */
+static bool tensor_on_disk(const char *name, void *user) {
+    const sdc_placement *pl = user;
+    for (int m = 0; m < SDC_MODULE_COUNT; m++)
+        if (pl->module[m].params == SDC_PARAMS_DISK && sdc_module_owns_tensor(m, name)) return true;
+    return false;
+}
+
+/* The backend of a device, created on first use; -t sets the threads of a lone device. */
+static sdc_status backend_for(sdc_context *ctx, int device, int n_threads, sdc_backend **out) {
+    const sdc_device *d = sdc_devices_get(device);
+    if (!d) return sdc_fail(SDC_ERR_INTERNAL, "placement: no device %d", device);
+    for (int i = 0; i < ctx->n_backends; i++)
+        if (ctx->backend_device[i] == device) {
+            *out = ctx->backends[i];
+            return SDC_OK;
+        }
+    if (ctx->n_backends == SDC_CTX_MAX_BACKENDS)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "placement: more than %d devices in use",
+                        SDC_CTX_MAX_BACKENDS);
+    sdc_backend *be = sdc_devices_count() == 1 && n_threads > 0
+                          ? sdc_device_create_backend_threads(d, n_threads)
+                          : sdc_device_create_backend(d);
+    if (!be) return sdc_fail(SDC_ERR_NO_MEMORY, "cannot create a backend on %s", d->name);
+    ctx->backend_device[ctx->n_backends] = device;
     ctx->backends[ctx->n_backends++] = be;
-    ctx->env_cond.backend = ctx->env_diffusion.backend = ctx->env_first_stage.backend = be;
+    *out = be;
+    return SDC_OK;
+}
+
+static sdc_status create_backends(sdc_context *ctx, int n_threads) {
+    const sdc_module mods[3] = {SDC_MODULE_TE, SDC_MODULE_DIFFUSION, SDC_MODULE_VAE};
+    sdc_stage_env *envs[3] = {&ctx->env_cond, &ctx->env_diffusion, &ctx->env_first_stage};
+    for (int i = 0; i < 3; i++) {
+        sdc_status s = backend_for(ctx, ctx->placement.module[mods[i]].device[0], n_threads,
+                                   &envs[i]->backend);
+        if (s != SDC_OK) return s;
+    }
     sdc_context_sync_envs(ctx);
+    char line[256];
+    sdc_placement_describe(&ctx->placement, line, sizeof line);
+    SDC_LOGI("placement: %s", line);
     return SDC_OK;
 }
 
@@ -180,8 +247,12 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
                         "no model given: pass -m (full checkpoint) or --diffusion-model");
     sdc_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return sdc_fail(SDC_ERR_NO_MEMORY, "context: out of memory");
+    int threads_asked = p.n_threads;
     ctx->n_threads = clamp_threads(p.n_threads);
     p.n_threads = ctx->n_threads;
+    if (p.max_vram && *p.max_vram && (s = sdc_devices_apply_max_vram(p.max_vram)) != SDC_OK)
+        goto fail;
+    if ((s = sdc_placement_parse(&p, &ctx->placement)) != SDC_OK) goto fail;
     ctx->flow_shift = p.flow_shift;
     if ((s = open_files(ctx, &p)) != SDC_OK) goto fail;
     if ((s = detect_family(ctx, &ctx->family)) != SDC_OK) goto fail;
@@ -192,15 +263,16 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
         goto fail;
     }
     if ((s = check_unused_components(&p, sdc_model_family_name(ctx->family))) != SDC_OK) goto fail;
+    sdc_convert_spill spill = {tensor_on_disk, &ctx->placement};
     /* --type / --tensor-type-rules: the loaded weights are converted into our own memory,
      * dropping each source tensor's file pages once read (release_pages only ever drops
      * file-mapped pages, never converted data) */
     if ((s = sdc_convert_loaded_weights(ctx->weights, p.weight_type, p.tensor_type_rules, p.imatrix,
-                                        p.n_threads, NULL, &ctx->converted)) != SDC_OK)
+                                        p.n_threads, &spill, &ctx->converted)) != SDC_OK)
         goto fail;
     sdc_family_load_args la = {.weights = ctx->weights, .params = &p, .t5_file = ctx->t5_file};
     if ((s = load(&la, &ctx->m)) != SDC_OK) goto fail;
-    if ((s = create_backends(ctx)) != SDC_OK) goto fail;
+    if ((s = create_backends(ctx, threads_asked > 0 ? ctx->n_threads : -1)) != SDC_OK) goto fail;
     log_loaded(ctx);
     *out = ctx;
     return SDC_OK;

@@ -8,6 +8,7 @@
 #include "core/backend.h"
 #include "pipeline/context_info.h"
 #include "pipeline/family.h"
+#include "placement/placement.h"
 #include "sdc.h"
 
 #define SDC_CTX_MAX_BACKENDS 8
@@ -19,8 +20,10 @@ struct sdc_context {
     sdc_family_modules m;
     /* one backend per device in use (owned); each stage runs on its module's */
     sdc_backend *backends[SDC_CTX_MAX_BACKENDS];
+    int backend_device[SDC_CTX_MAX_BACKENDS]; /* registry index of each */
     int n_backends;
     sdc_stage_env env_cond, env_diffusion, env_first_stage;
+    sdc_placement placement;
     int n_threads;
     float flow_shift; /* NAN: the family's default */
     /* basenames of the model files, for PNG metadata */
@@ -36,5 +39,12 @@ struct sdc_context {
 
 /* The stage environments with the context's current eval callback. */
 void sdc_context_sync_envs(sdc_context *ctx);
+
+/* A module's phase of this generation is over: drop its weights' resident pages as its
+ * params placement says (default: mapped pages of the text encoders; "disk": also the
+ * weights converted on load; "cpu": nothing, they stay resident). */
+void sdc_context_end_phase(sdc_context *ctx, sdc_module m);
+/* Whether weight `name` belongs to module m (by sd.cpp's internal prefixes). */
+bool sdc_module_owns_tensor(sdc_module m, const char *name);
 
 #endif

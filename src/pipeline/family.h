@@ -40,8 +40,8 @@ typedef struct sdc_conditioner {
      * decide what it is: the negative prompt, or a learned null condition). */
     sdc_status (*encode)(void *self, const sdc_stage_env *env, const char *prompt, bool uncond,
                          sdc_cond *out);
-    /* Called once the conditioning phase of a generation is over: the weights are not
-     * needed again until the next generation (params "disk": release them). */
+    /* Called once the conditioning phase is over (family caches; the context drops
+     * the module's weight pages itself). NULL: nothing to do. */
     void (*end_phase)(void *self);
 } sdc_conditioner;
 
@@ -52,6 +52,9 @@ typedef struct sdc_diffusion {
     /* The family's own schedule when it fixes one (MiniT2I: linear 1 -> 0), else NULL
      * and the scheduler flag applies. Fills steps+1 values. */
     void (*fixed_sigmas)(int steps, float *out);
+    /* Per-prompt work of the diffusion model, once per prompt before sampling (MiniT2I:
+     * its text preamble): rewrites c in place. NULL: none. */
+    sdc_status (*prepare_cond)(void *self, const sdc_stage_env *env, sdc_cond *c);
     /* Raw model output for B latents x ([B][C][h][w], C/h/w from the first stage), at
      * model timestep t, each with conds[b]. */
     sdc_status (*forward)(void *self, const sdc_stage_env *env, const float *x, int B, int width,

@@ -41,60 +41,58 @@ static void family_free(void *state) {
     free(f);
 }
 
-/* prompt -> T5 on its real tokens -> the DiT's text preamble; uncond: the preamble on
- * no tokens (all mask_token rows), as sd.cpp's MiniT2I conditioner. */
+/* prompt -> T5 states of its real tokens ([n_tokens][d_model]); uncond: no tokens at
+ * all (the DiT's text preamble turns both into its text stream, prepare_text). */
 static sdc_status cond_encode(void *self, const sdc_stage_env *env, const char *prompt, bool uncond,
                               sdc_cond *out) {
     minit2i_family *f = self;
     const sdc_minit2i_config *mc = sdc_minit2i_get_config(f->dit);
-    int L = mc->prompt_len, H = mc->hidden;
+    const sdc_t5_config *tc = sdc_t5_get_config(f->t5);
+    int L = mc->prompt_len;
     f->txt_src[0] = f->txt_src[1] = NULL; /* a new generation: the batch cache is stale */
     memset(out, 0, sizeof *out);
-    out->ctx = malloc((size_t)L * H * sizeof(float));
-    if (!out->ctx) return sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
-    out->n_ctx = L;
-    out->ctx_dim = H;
+    out->ctx_dim = tc->d_model;
     if (uncond) {
         if (prompt && *prompt)
             SDC_LOGW("MiniT2I ignores the negative prompt: its unconditional branch is the "
                      "model's mask token");
-        return sdc_minit2i_encode_text(f->dit, env->backend, NULL, 0, out->ctx, env->eval_cb,
-                                       env->eval_user);
+        return SDC_OK;
     }
     int32_t *ids = malloc((size_t)L * sizeof(int32_t));
-    if (!ids) return sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+    out->ctx = malloc((size_t)L * tc->d_model * sizeof(float));
+    if (!ids || !out->ctx) {
+        free(ids);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+    }
     int32_t n_real = 0, n_dropped = 0;
     sdc_status s = sdc_tokenizer_encode_t5_ex(f->tokenizer, prompt ? prompt : "", L, ids, NULL,
                                               &n_real, &n_dropped);
-    const sdc_t5_config *tc = sdc_t5_get_config(f->t5);
-    float *t5_out = NULL;
-    if (s == SDC_OK) {
-        t5_out = malloc((size_t)(n_real > 0 ? n_real : 1) * tc->d_model * sizeof(float));
-        if (!t5_out) s = sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
-    }
     if (s == SDC_OK)
-        s = sdc_t5_encode(f->t5, env->backend, ids, n_real, t5_out, env->eval_cb, env->eval_user);
-    if (s == SDC_OK)
-        s = sdc_minit2i_encode_text(f->dit, env->backend, t5_out, n_real, out->ctx, env->eval_cb,
-                                    env->eval_user);
-    out->n_tokens = n_real;
+        s = sdc_t5_encode(f->t5, env->backend, ids, n_real, out->ctx, env->eval_cb, env->eval_user);
+    out->n_ctx = out->n_tokens = n_real;
     out->n_dropped = n_dropped;
     free(ids);
-    free(t5_out);
     return s;
 }
 
-/* T5 is not needed while sampling: let the OS drop its mapped pages. */
-static void cond_end_phase(void *self) {
+/* T5 states -> the DiT's text stream [prompt_len][hidden] (pads become mask_token), once
+ * per prompt on the diffusion model's device. */
+static sdc_status prepare_text(void *self, const sdc_stage_env *env, sdc_cond *c) {
     minit2i_family *f = self;
-    if (f->t5_file >= 0)
-        sdc_loader_release_pages(f->weights, f->t5_file);
-    else
-        for (int i = 0; i < sdc_loader_tensor_count(f->weights); i++) {
-            sdc_tensor *t = sdc_loader_tensor_at(f->weights, i);
-            if (!strncmp(t->name, PREFIX_T5, strlen(PREFIX_T5)))
-                sdc_loader_release_tensor_pages(f->weights, t);
-        }
+    const sdc_minit2i_config *mc = sdc_minit2i_get_config(f->dit);
+    float *txt = malloc((size_t)mc->prompt_len * mc->hidden * sizeof(float));
+    if (!txt) return sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+    sdc_status s = sdc_minit2i_encode_text(f->dit, env->backend, c->n_ctx ? c->ctx : NULL, c->n_ctx,
+                                           txt, env->eval_cb, env->eval_user);
+    if (s != SDC_OK) {
+        free(txt);
+        return s;
+    }
+    free(c->ctx);
+    c->ctx = txt;
+    c->n_ctx = mc->prompt_len;
+    c->ctx_dim = mc->hidden;
+    return SDC_OK;
 }
 
 static sdc_status dit_forward(void *self, const sdc_stage_env *env, const float *x, int B,
@@ -150,11 +148,12 @@ sdc_status sdc_family_load_minit2i(const sdc_family_load_args *a, sdc_family_mod
     }
     out->state = f;
     out->free_state = family_free;
-    out->cond = (sdc_conditioner){.self = f, .encode = cond_encode, .end_phase = cond_end_phase};
+    out->cond = (sdc_conditioner){.self = f, .encode = cond_encode};
     out->diffusion = (sdc_diffusion){.self = f,
                                      .prediction = SDC_PRED_MINIT2I_FLOW,
                                      .size_multiple = c->patch,
                                      .fixed_sigmas = sdc_minit2i_sigmas,
+                                     .prepare_cond = prepare_text,
                                      .forward = dit_forward};
     sdc_first_stage_identity(&out->first_stage);
     snprintf(out->summary, sizeof out->summary,

@@ -292,6 +292,7 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *param
         s = generate_one(ctx, &p, &g, (uint64_t)(base_seed + b), &imgs[b]);
         if (s == SDC_OK) *count = b + 1;
     }
+    sdc_context_end_phase(ctx, SDC_MODULE_DIFFUSION); /* until the next generation */
     gen_state_free(&g);
     if (s == SDC_OK) {
         *images = imgs;

@@ -35,5 +35,15 @@ sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, b
         if (s == SDC_OK) s = check_cond(uncond, "unconditional branch");
     }
     if (c->end_phase) c->end_phase(c->self);
+    sdc_context_end_phase(ctx, SDC_MODULE_TE);
+    /* per-prompt work of the diffusion model (on its device), once per prompt */
+    const sdc_diffusion *dm = &ctx->m.diffusion;
+    if (s == SDC_OK && dm->prepare_cond) {
+        s = dm->prepare_cond(dm->self, &ctx->env_diffusion, cond);
+        if (s == SDC_OK) s = check_cond(cond, "prompt (diffusion model's text stream)");
+        if (s == SDC_OK && need_uncond) s = dm->prepare_cond(dm->self, &ctx->env_diffusion, uncond);
+        if (s == SDC_OK && need_uncond)
+            s = check_cond(uncond, "unconditional branch (diffusion model's text stream)");
+    }
     return s;
 }

@@ -83,6 +83,7 @@ sdc_status sdc_stage_decode(sdc_context *ctx, const float *latent, int width, in
         to_rgb(pixels, width, height, out->data);
     }
     if (fs->end_phase) fs->end_phase(fs->self);
+    sdc_context_end_phase(ctx, SDC_MODULE_VAE);
     free(pixels);
     return s;
 }
