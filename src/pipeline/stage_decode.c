@@ -87,3 +87,17 @@ sdc_status sdc_stage_decode(sdc_context *ctx, const float *latent, int width, in
     free(pixels);
     return s;
 }
+
+sdc_status sdc_stage_preview(sdc_context *ctx, const float *x0, int width, int height,
+                             sdc_image *out) {
+    const sdc_first_stage *fs = &ctx->m.first_stage;
+    if (fs->downscale != 1 || fs->channels != 3)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "preview: no preview projection for this model");
+    out->data = malloc((size_t)3 * width * height);
+    if (!out->data) return sdc_fail(SDC_ERR_NO_MEMORY, "preview: out of memory");
+    out->width = (uint32_t)width;
+    out->height = (uint32_t)height;
+    out->channels = 3;
+    to_rgb(x0, width, height, out->data);
+    return SDC_OK;
+}

@@ -17,6 +17,7 @@ typedef struct sample_state {
     float *batch_x, *batch_out; /* [2][n] each */
     float *x;                   /* the sampler's state (updated in place) */
     float *known;               /* inpainting scratch [n] */
+    float *denoised;            /* last x0 prediction, for previews (NULL: no preview) */
     int step;                   /* steps completed */
     double step_start;
 } sample_state;
@@ -69,6 +70,7 @@ static sdc_status denoise(void *user, const float *x, float sigma, float *denois
         if (u) sdc_denoiser_combine(c_skip, c_out, x, u, u, n);
     }
     sdc_cfg_combine(&st->cfg, sigma, c, u, NULL, denoised, n);
+    if (st->denoised) memcpy(st->denoised, denoised, (size_t)n * sizeof(float));
     if (uncond_out) memcpy(uncond_out, u ? u : c, (size_t)n * sizeof(float));
     char what[96];
     snprintf(what, sizeof what, "the guided prediction (cfg scale %g)", (double)job->cfg_scale);
@@ -97,6 +99,14 @@ static int on_step(void *user, int step, int steps, const float *x) {
     const sdc_latent_shape *sh = &st->job->shape;
     if (p->latent)
         p->latent(step, steps, st->x, sh->channels, sh->width, sh->height, p->latent_user);
+    int every = p->preview_interval > 0 ? p->preview_interval : 1;
+    if (p->preview && (step % every == 0 || step == steps)) {
+        sdc_image img = {0};
+        if (sdc_stage_preview(st->ctx, st->denoised, st->job->width, st->job->height, &img) ==
+            SDC_OK)
+            p->preview(step, steps, &img, p->preview_user);
+        free(img.data);
+    }
     double t = now_seconds();
     if (p->progress) p->progress(step, steps, t - st->step_start, p->progress_user);
     st->step_start = t;
@@ -112,8 +122,9 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
     st.batch_x = malloc((size_t)n * 2 * sizeof(float));
     st.batch_out = malloc((size_t)n * 2 * sizeof(float));
     st.known = job->keep ? malloc((size_t)n * sizeof(float)) : NULL;
-    if (!st.batch_x || !st.batch_out || (job->keep && !st.known)) {
-        free(st.batch_x), free(st.batch_out), free(st.known);
+    st.denoised = p->preview ? malloc((size_t)n * sizeof(float)) : NULL;
+    if (!st.batch_x || !st.batch_out || (job->keep && !st.known) || (p->preview && !st.denoised)) {
+        free(st.batch_x), free(st.batch_out), free(st.known), free(st.denoised);
         return sdc_fail(SDC_ERR_NO_MEMORY, "sampling: out of memory");
     }
     sdc_sampler_params sp;
@@ -137,5 +148,6 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
     free(st.batch_x);
     free(st.batch_out);
     free(st.known);
+    free(st.denoised);
     return s;
 }

@@ -52,6 +52,11 @@ void sdc_stage_mask_to_keep(const sdc_image *mask, int downscale, const sdc_late
 sdc_status sdc_stage_decode(sdc_context *ctx, const float *latent, int width, int height,
                             sdc_image *out);
 
+/* A preview of an x0 prediction, the cheap way the first stage allows (pixel space:
+ * the prediction itself; latent families: their preview projection). */
+sdc_status sdc_stage_preview(sdc_context *ctx, const float *x0, int width, int height,
+                             sdc_image *out);
+
 /* Index of the first non-finite value of x[0..n), -1 if all are finite. */
 int64_t sdc_first_non_finite(const float *x, int64_t n);
 
