@@ -20,62 +20,91 @@
 #define DIT "model.diffusion_model."
 
 /* components */
-#define C_DIT(what)         {SDC_ROLE_DIFFUSION, DIT, NULL, true, what}
-#define C_DIT_AS(p, what)   {SDC_ROLE_DIFFUSION, DIT, p, true, what}
-#define C_T5(req, what)     {SDC_ROLE_T5XXL, "text_encoders.t5xxl.transformer.", NULL, req, what}
-#define C_LLM(what)         {SDC_ROLE_LLM, "text_encoders.llm.", NULL, true, what}
-#define C_LLM_VISION(what)  {SDC_ROLE_LLM_VISION, "text_encoders.llm.visual.", NULL, false, what}
-#define C_CLIP_L_DIT(req)   {SDC_ROLE_CLIP_L, "text_encoders.clip_l.transformer.", NULL, req, "CLIP ViT-L/14 text"}
-#define C_CLIP_G_DIT(req)   {SDC_ROLE_CLIP_G, "text_encoders.clip_g.transformer.", NULL, req, "OpenCLIP ViT-bigG/14 text"}
-#define C_VAE(req, what)    {SDC_ROLE_VAE, "first_stage_model.", NULL, req, what}
-#define C_TAESD             {SDC_ROLE_TAESD, "tae.", NULL, false, "tiny autoencoder (TAESD/TAEF/TAEHV), instead of the VAE"}
-#define C_CLIP_VISION(req)  {SDC_ROLE_CLIP_VISION, "cond_stage_model.transformer.", NULL, req, "OpenCLIP ViT-H/14 vision"}
-#define C_AUDIO_VAE(what)   {SDC_ROLE_AUDIO_VAE, "", NULL, false, what}
+#define C_DIT(what)                                                                                \
+    { SDC_ROLE_DIFFUSION, DIT, NULL, true, what }
+#define C_DIT_AS(p, what)                                                                          \
+    { SDC_ROLE_DIFFUSION, DIT, p, true, what }
+#define C_T5(req, what)                                                                            \
+    { SDC_ROLE_T5XXL, "text_encoders.t5xxl.transformer.", NULL, req, what }
+#define C_LLM(what)                                                                                \
+    { SDC_ROLE_LLM, "text_encoders.llm.", NULL, true, what }
+#define C_LLM_VISION(what)                                                                         \
+    { SDC_ROLE_LLM_VISION, "text_encoders.llm.visual.", NULL, false, what }
+#define C_CLIP_L_DIT(req)                                                                          \
+    { SDC_ROLE_CLIP_L, "text_encoders.clip_l.transformer.", NULL, req, "CLIP ViT-L/14 text" }
+#define C_CLIP_G_DIT(req)                                                                          \
+    { SDC_ROLE_CLIP_G, "text_encoders.clip_g.transformer.", NULL, req, "OpenCLIP ViT-bigG/14 text" }
+#define C_VAE(req, what)                                                                           \
+    { SDC_ROLE_VAE, "first_stage_model.", NULL, req, what }
+#define C_TAESD                                                                                    \
+    {                                                                                              \
+        SDC_ROLE_TAESD, "tae.", NULL, false,                                                       \
+            "tiny autoencoder (TAESD/TAEF/TAEHV), instead of the VAE"                              \
+    }
+#define C_CLIP_VISION(req)                                                                         \
+    { SDC_ROLE_CLIP_VISION, "cond_stage_model.transformer.", NULL, req, "OpenCLIP ViT-H/14 vision" }
+#define C_AUDIO_VAE(what)                                                                          \
+    { SDC_ROLE_AUDIO_VAE, "", NULL, false, what }
 
 /* rules: R(key) present; R_ANY(k1, k2) either; R_NOT(key) absent; R_NE(key, dim, v) shape */
-#define R(k)             {{k, NULL, NULL}, false, -1, 0}
-#define R_ANY(a, b)      {{a, b, NULL}, false, -1, 0}
-#define R_NOT(k)         {{k, NULL, NULL}, true, -1, 0}
-#define R_NOT2(a, b)     {{a, b, NULL}, true, -1, 0}
-#define R_NE(k, d, v)    {{k, NULL, NULL}, false, d, v}
-#define R_NE2(a, b, d, v) {{a, b, NULL}, false, d, v}
+#define R(k)                                                                                       \
+    { {k, NULL, NULL}, false, -1, 0 }
+#define R_ANY(a, b)                                                                                \
+    { {a, b, NULL}, false, -1, 0 }
+#define R_NOT(k)                                                                                   \
+    { {k, NULL, NULL}, true, -1, 0 }
+#define R_NOT2(a, b)                                                                               \
+    { {a, b, NULL}, true, -1, 0 }
+#define R_NE(k, d, v)                                                                              \
+    { {k, NULL, NULL}, false, d, v }
+#define R_NE2(a, b, d, v)                                                                          \
+    { {a, b, NULL}, false, d, v }
 
 /* COMPS(...) / RULES(...): the count and the array, so counts never go stale */
-#define COMPS(...)                                                                         \
-    (int)(sizeof((sdc_component_desc[]){__VA_ARGS__}) / sizeof(sdc_component_desc)),        \
-        {__VA_ARGS__}
-#define RULES(...)                                                                         \
-    (int)(sizeof((sdc_detect_rule[]){__VA_ARGS__}) / sizeof(sdc_detect_rule)), {__VA_ARGS__}
+#define COMPS(...)                                                                                 \
+    (int)(sizeof((sdc_component_desc[]){__VA_ARGS__}) / sizeof(sdc_component_desc)), {             \
+        __VA_ARGS__                                                                                \
+    }
+#define RULES(...)                                                                                 \
+    (int)(sizeof((sdc_detect_rule[]){__VA_ARGS__}) / sizeof(sdc_detect_rule)), {                   \
+        __VA_ARGS__                                                                                \
+    }
 
-#define FLUX_KEY_ST DIT "double_blocks.0.img_attn.qkv.weight"
-#define FLUX_KEY_HF DIT "single_transformer_blocks.0.attn.to_q.weight"
-#define FLUX_IMG_IN DIT "img_in.weight"
-#define FLUX_IMG_HF DIT "x_embedder.weight"
-#define UNET_IN0    DIT "input_blocks.0.0.weight"
-#define UNET_CTX    DIT "input_blocks.1.1.transformer_blocks.0.attn2.to_k.weight"
-#define SDXL_ADM    DIT "label_emb.0.0.weight"
-#define QWEN_KEY    DIT "transformer_blocks.0.img_mod.1.weight"
-#define WAN_KEY     DIT "blocks.0.cross_attn.norm_k.weight"
-#define WAN_PATCH   DIT "patch_embedding.weight"
+#define FLUX_KEY_ST  DIT "double_blocks.0.img_attn.qkv.weight"
+#define FLUX_KEY_HF  DIT "single_transformer_blocks.0.attn.to_q.weight"
+#define FLUX_IMG_IN  DIT "img_in.weight"
+#define FLUX_IMG_HF  DIT "x_embedder.weight"
+#define UNET_IN0     DIT "input_blocks.0.0.weight"
+#define UNET_CTX     DIT "input_blocks.1.1.transformer_blocks.0.attn2.to_k.weight"
+#define SDXL_ADM     DIT "label_emb.0.0.weight"
+#define QWEN_KEY     DIT "transformer_blocks.0.img_mod.1.weight"
+#define WAN_KEY      DIT "blocks.0.cross_attn.norm_k.weight"
+#define WAN_PATCH    DIT "patch_embedding.weight"
 #define WAN_IMG_EMB0 DIT "img_emb.proj.0.weight"
 #define WAN_IMG_EMB1 DIT "img_emb.proj.1.weight"
 
 /* UNet text encoders: sd.cpp's internal names, and where original checkpoints keep them */
-#define C_SD1_CLIP                                                                          \
-    {SDC_ROLE_CLIP_L, "cond_stage_model.transformer.", NULL, true, "CLIP ViT-L/14 text (768)"}
-#define C_SD2_CLIP                                                                          \
-    {SDC_ROLE_CLIP_L, "cond_stage_model.transformer.", "cond_stage_model.model.", true,     \
-     "OpenCLIP ViT-H/14 text (1024)"}
-#define C_SDXL_CLIP_L                                                                       \
-    {SDC_ROLE_CLIP_L, "cond_stage_model.transformer.", "conditioner.embedders.0.transformer.", \
-     true, "CLIP ViT-L/14 text (768)"}
-#define C_SDXL_CLIP_G                                                                       \
-    {SDC_ROLE_CLIP_G, "cond_stage_model.1.transformer.", "conditioner.embedders.1.model.",  \
-     true, "OpenCLIP ViT-bigG/14 text (1280)"}
-#define C_SD_VAE   C_VAE(true, "AutoencoderKL, 4 latent channels")
-#define C_FLUX_VAE C_VAE(true, "Flux VAE (AutoencoderKL, 16 latent channels)")
+#define C_SD1_CLIP                                                                                 \
+    { SDC_ROLE_CLIP_L, "cond_stage_model.transformer.", NULL, true, "CLIP ViT-L/14 text (768)" }
+#define C_SD2_CLIP                                                                                 \
+    {                                                                                              \
+        SDC_ROLE_CLIP_L, "cond_stage_model.transformer.", "cond_stage_model.model.", true,         \
+            "OpenCLIP ViT-H/14 text (1024)"                                                        \
+    }
+#define C_SDXL_CLIP_L                                                                              \
+    {                                                                                              \
+        SDC_ROLE_CLIP_L, "cond_stage_model.transformer.", "conditioner.embedders.0.transformer.",  \
+            true, "CLIP ViT-L/14 text (768)"                                                       \
+    }
+#define C_SDXL_CLIP_G                                                                              \
+    {                                                                                              \
+        SDC_ROLE_CLIP_G, "cond_stage_model.1.transformer.", "conditioner.embedders.1.model.",      \
+            true, "OpenCLIP ViT-bigG/14 text (1280)"                                               \
+    }
+#define C_SD_VAE    C_VAE(true, "AutoencoderKL, 4 latent channels")
+#define C_FLUX_VAE  C_VAE(true, "Flux VAE (AutoencoderKL, 16 latent channels)")
 #define C_FLUX2_VAE C_VAE(true, "Flux.2 VAE (32 latent channels)")
-#define C_WAN_VAE  C_VAE(true, "Wan2.1 VAE (16 latent channels)")
+#define C_WAN_VAE   C_VAE(true, "Wan2.1 VAE (16 latent channels)")
 
 #define LATENT SDC_FIRST_STAGE_VAE
 #define PIXEL  SDC_FIRST_STAGE_NONE
@@ -86,12 +115,12 @@ static const sdc_family_desc k_families[] = {
     {"PiD", "pid", SDC_FAMILY_PID, false, false, PIXEL, 0, 2048, 2048,
      "pixel-space diffusion decoder of a reference latent (-r); --vae-format names its VAE",
      COMPS(C_DIT("PiD decoder"), C_LLM("Gemma 2 2B"),
-         C_VAE(true, "the VAE of the source latent (Flux, SD3, Flux.2 or Qwen-Image)")),
+           C_VAE(true, "the VAE of the source latent (Flux, SD3, Flux.2 or Qwen-Image)")),
      RULES(R(DIT "net.lq_proj.latent_proj.0.weight"))},
     {"Ideogram4", "ideogram4", SDC_FAMILY_IDEOGRAM4, false, false, LATENT, 32, 1024, 1024, NULL,
      COMPS(C_DIT("Ideogram4 transformer"),
-         {SDC_ROLE_UNCOND_DIFFUSION, DIT "uncond.", NULL, false, "unconditional transformer"},
-         C_LLM("Qwen3-VL 8B"), C_FLUX2_VAE),
+           {SDC_ROLE_UNCOND_DIFFUSION, DIT "uncond.", NULL, false, "unconditional transformer"},
+           C_LLM("Qwen3-VL 8B"), C_FLUX2_VAE),
      RULES(R("embed_image_indicator.weight"))},
     {"Krea2", "krea2", SDC_FAMILY_KREA2, false, false, LATENT, 16, 1024, 1024, NULL,
      COMPS(C_DIT("Krea2 transformer"), C_LLM("Qwen3-VL 4B"), C_WAN_VAE),
@@ -103,41 +132,42 @@ static const sdc_family_desc k_families[] = {
     {"SD3/SD3.5", "sd3", SDC_FAMILY_SD3, false, false, LATENT, 16, 1024, 1024,
      "SD3 Medium, SD3.5 Medium/Large/Large Turbo (MMDiT joint blocks)",
      COMPS(C_DIT("MMDiT"), C_CLIP_L_DIT(true), C_CLIP_G_DIT(true), C_T5(false, "T5-XXL encoder"),
-         C_VAE(true, "SD3 VAE (AutoencoderKL, 16 latent channels)")),
+           C_VAE(true, "SD3 VAE (AutoencoderKL, 16 latent channels)")),
      RULES(R(DIT "joint_blocks.0.x_block.attn.qkv.weight"))},
     {"HiDream-O1-Image", "hidream_o1", SDC_FAMILY_HIDREAM_O1, false, false, PIXEL, 0, 1024, 1024,
      "one -m checkpoint: pixel-space transformer and its own language model (model.*)",
      COMPS({SDC_ROLE_DIFFUSION, "model.", NULL, true,
-          "HiDream-O1 (transformer and language model in one file, via -m)"}),
-     RULES(R("model.x_embedder.proj1.weight"), R("model.language_model.layers.0.self_attn.q_proj.weight"))},
+            "HiDream-O1 (transformer and language model in one file, via -m)"}),
+     RULES(R("model.x_embedder.proj1.weight"),
+           R("model.language_model.layers.0.self_attn.q_proj.weight"))},
     {"Lens", "lens", SDC_FAMILY_LENS, false, false, LATENT, 32, 1024, 1024, "Lens, Lens Turbo",
      COMPS(C_DIT("Lens transformer"), C_LLM("GPT-OSS-20B"), C_FLUX2_VAE),
      RULES(R(DIT "transformer_blocks.0.attn.norm_added_q.weight"),
-         R(DIT "transformer_blocks.0.img_mlp.w1.weight"))},
+           R(DIT "transformer_blocks.0.img_mlp.w1.weight"))},
     {"MiniT2I", "minit2i", SDC_FAMILY_MINIT2I, true, false, PIXEL, 0, 512, 512,
      "pixel-space DiT; the file keeps its HF names (model.net.*)",
      COMPS(C_DIT_AS(DIT "model.net.", "MiniT2I transformer"), C_T5(true, "flan-T5 encoder")),
      RULES(R("net.img_embedder.proj1.weight"))},
     {"Mage-Flow", "mage_flow", SDC_FAMILY_MAGE_FLOW, false, false, LATENT, 32, 1024, 1024,
      "Mage-Flow, Mage-Flow-Edit (Qwen-Image-like blocks, 128-wide img_in)",
-     COMPS(C_DIT("Mage-Flow transformer"), C_LLM("Qwen3-VL"), C_LLM_VISION("Qwen3-VL vision (edit)"),
-         C_VAE(true, "Mage VAE")),
+     COMPS(C_DIT("Mage-Flow transformer"), C_LLM("Qwen3-VL"),
+           C_LLM_VISION("Qwen3-VL vision (edit)"), C_VAE(true, "Mage VAE")),
      RULES(R(QWEN_KEY), R_NE(DIT "img_in.weight", 0, 128))},
     {"Qwen-Image-Layered", "qwen_image_layered", SDC_FAMILY_QWEN_IMAGE, false, false, LATENT, 16,
      1024, 1024, "RGBA layer decomposition of a reference image (-r)",
      COMPS(C_DIT("Qwen-Image MMDiT"), C_LLM("Qwen2.5-VL 7B (vision unused)"),
-         C_VAE(true, "Qwen-Image-Layered VAE (Wan2.1 layout, RGBA, 16 latent channels)")),
+           C_VAE(true, "Qwen-Image-Layered VAE (Wan2.1 layout, RGBA, 16 latent channels)")),
      RULES(R(QWEN_KEY), R(DIT "time_text_embed.addition_t_embedding.weight"))},
     {"Qwen-Image", "qwen_image", SDC_FAMILY_QWEN_IMAGE, false, false, LATENT, 16, 1024, 1024,
      "Qwen-Image and Qwen-Image-Edit / 2509 / 2511: same tensors, not told apart by weights",
      COMPS(C_DIT("Qwen-Image MMDiT"), C_LLM("Qwen2.5-VL 7B"),
-         C_LLM_VISION("Qwen2.5-VL vision (edit, when not in the --llm file)"),
-         C_VAE(true, "Qwen-Image VAE (Wan2.1 layout, 16 latent channels)")),
+           C_LLM_VISION("Qwen2.5-VL vision (edit, when not in the --llm file)"),
+           C_VAE(true, "Qwen-Image VAE (Wan2.1 layout, 16 latent channels)")),
      RULES(R(QWEN_KEY))},
     {"HunyuanVideo 1.5", "hunyuan_video", SDC_FAMILY_HUNYUAN_VIDEO, false, true, LATENT, 32, 1280,
      720, NULL,
      COMPS(C_DIT("HunyuanVideo 1.5 transformer"), C_LLM("Qwen2.5-VL 7B"),
-         C_T5(false, "ByT5-small Glyph (glyph text)"), C_VAE(true, "HunyuanVideo 1.5 VAE")),
+           C_T5(false, "ByT5-small Glyph (glyph text)"), C_VAE(true, "HunyuanVideo 1.5 VAE")),
      RULES(R(DIT "txt_in.individual_token_refiner.blocks.0.adaLN_modulation.1.weight"))},
     {"Anima", "anima", SDC_FAMILY_ANIMA, false, false, LATENT, 16, 1024, 1024, NULL,
      COMPS(C_DIT("Anima transformer with LLM adapter"), C_LLM("Qwen3 0.6B"), C_WAN_VAE),
@@ -151,13 +181,12 @@ static const sdc_family_desc k_families[] = {
      COMPS(C_DIT("Ovis-Image transformer"), C_LLM("Ovis 2.5 (Qwen3)"), C_FLUX_VAE),
      RULES(R(DIT "double_blocks.0.img_mlp.gate_proj.weight"))},
     {"Z-Image", "z_image", SDC_FAMILY_Z_IMAGE, false, false, LATENT, 16, 1024, 1024,
-     "Z-Image, Z-Image-Turbo",
-     COMPS(C_DIT("Z-Image transformer"), C_LLM("Qwen3 4B"), C_FLUX_VAE),
+     "Z-Image, Z-Image-Turbo", COMPS(C_DIT("Z-Image transformer"), C_LLM("Qwen3 4B"), C_FLUX_VAE),
      RULES(R(DIT "cap_embedder.0.weight"))},
     {"Boogu Image", "boogu_image", SDC_FAMILY_BOOGU, false, false, LATENT, 16, 1024, 1024,
      "Boogu Image and Boogu Image Edit",
      COMPS(C_DIT("Boogu transformer"), C_LLM("Qwen3-VL"), C_LLM_VISION("Qwen3-VL vision (edit)"),
-         C_FLUX_VAE),
+           C_FLUX_VAE),
      RULES(R("double_stream_layers.0.img_instruct_attn.processor.img_to_q.weight"))},
     {"ERNIE-Image", "ernie_image", SDC_FAMILY_ERNIE_IMAGE, false, false, LATENT, 32, 1024, 1024,
      "ERNIE-Image, ERNIE-Image Turbo",
@@ -166,54 +195,54 @@ static const sdc_family_desc k_families[] = {
     {"LTX-2.3", "ltx2", SDC_FAMILY_LTXAV, false, true, LATENT, 128, 1280, 720,
      "audio+video transformer",
      COMPS(C_DIT("LTX-2 audio-video transformer"), C_LLM("Gemma 3 12B"),
-         {SDC_ROLE_EMBEDDINGS_CONNECTORS, "", NULL, true, "text embedding connectors"},
-         C_VAE(true, "LTX-2 video VAE (128 latent channels)"), C_AUDIO_VAE("LTX-2 audio VAE")),
+           {SDC_ROLE_EMBEDDINGS_CONNECTORS, "", NULL, true, "text embedding connectors"},
+           C_VAE(true, "LTX-2 video VAE (128 latent channels)"), C_AUDIO_VAE("LTX-2 audio VAE")),
      RULES(R(DIT "adaln_single.emb.timestep_embedder.linear_1.bias"))},
     {"MiniMax-H3", "minimax_h3", SDC_FAMILY_MINIMAX_H3, false, true, LATENT, 0, 864, 480,
      "audio+video transformer",
      COMPS(C_DIT("MiniMax-H3 transformer"), C_LLM("Qwen3-VL"), C_LLM_VISION("Qwen3-VL vision"),
-         C_VAE(true, "MiniMax-H3 video VAE"), C_AUDIO_VAE("MiniMax-H3 audio VAE")),
+           C_VAE(true, "MiniMax-H3 video VAE"), C_AUDIO_VAE("MiniMax-H3 audio VAE")),
      RULES(R(DIT "video_patch_proj.weight"), R(DIT "audio_patch_proj.weight"))},
     {"LingBot-Video", "lingbot_video", SDC_FAMILY_LINGBOT_VIDEO, false, true, LATENT, 16, 832, 480,
      "dense 1.3B and MoE 30B-A3B",
      COMPS(C_DIT("LingBot-Video transformer"), C_LLM("Qwen3-VL 4B"),
-         C_LLM_VISION("Qwen3-VL vision (I2V prompt enhancer)"), C_WAN_VAE),
+           C_LLM_VISION("Qwen3-VL vision (I2V prompt enhancer)"), C_WAN_VAE),
      RULES(R(DIT "patch_embedder.weight"))},
     {"SVD", "svd", SDC_FAMILY_SVD, false, true, LATENT, 4, 1024, 576,
      "Stable Video Diffusion (image to video UNet with time mixers)",
      COMPS(C_DIT("video UNet"), C_CLIP_VISION(true),
-         C_VAE(true, "AutoencoderKL with temporal decoder, 4 latent channels")),
+           C_VAE(true, "AutoencoderKL with temporal decoder, 4 latent channels")),
      RULES(R(DIT "input_blocks.8.0.time_mixer.mix_factor"))},
     {"Wan2.2 I2V A14B", "wan2_2_i2v", SDC_FAMILY_WAN, false, true, LATENT, 16, 832, 480,
      "36 input channels (noise + image latent + mask), no CLIP image embedding",
      COMPS(C_DIT("Wan low-noise expert"),
-         {SDC_ROLE_HIGH_NOISE, "model.high_noise_diffusion_model.", NULL, false,
-          "Wan high-noise expert"},
-         C_T5(true, "umT5-XXL encoder"), C_WAN_VAE, C_TAESD),
+           {SDC_ROLE_HIGH_NOISE, "model.high_noise_diffusion_model.", NULL, false,
+            "Wan high-noise expert"},
+           C_T5(true, "umT5-XXL encoder"), C_WAN_VAE, C_TAESD),
      RULES(R(WAN_KEY), R_NE(WAN_PATCH, 3, 36 * 5120), R_NOT2(WAN_IMG_EMB0, WAN_IMG_EMB1))},
     {"Wan2.2 TI2V 5B", "wan2_2_ti2v", SDC_FAMILY_WAN, false, true, LATENT, 48, 1280, 704,
      "48-channel Wan2.2 VAE latent",
      COMPS(C_DIT("Wan2.2 TI2V transformer"), C_T5(true, "umT5-XXL encoder"),
-         C_VAE(true, "Wan2.2 VAE (48 latent channels)"), C_TAESD),
+           C_VAE(true, "Wan2.2 VAE (48 latent channels)"), C_TAESD),
      RULES(R(WAN_KEY), R_NE(WAN_PATCH, 3, 48 * 3072), R_NOT2(WAN_IMG_EMB0, WAN_IMG_EMB1))},
     {"Wan2.1 I2V/FLF2V", "wan2_1_i2v", SDC_FAMILY_WAN, false, true, LATENT, 16, 832, 480,
      "image to video with a CLIP image embedding (img_emb)",
      COMPS(C_DIT("Wan2.1 I2V transformer"), C_T5(true, "umT5-XXL encoder"), C_CLIP_VISION(true),
-         C_WAN_VAE, C_TAESD),
+           C_WAN_VAE, C_TAESD),
      RULES(R(WAN_KEY), R_ANY(WAN_IMG_EMB0, WAN_IMG_EMB1))},
     {"Wan2.1/Wan2.2", "wan", SDC_FAMILY_WAN, false, true, LATENT, 16, 832, 480,
      "Wan2.1 T2V 1.3B/14B, VACE, Wan2.2 T2V A14B (--high-noise-diffusion-model)",
      COMPS(C_DIT("Wan transformer"),
-         {SDC_ROLE_HIGH_NOISE, "model.high_noise_diffusion_model.", NULL, false,
-          "Wan2.2 A14B high-noise expert"},
-         C_T5(true, "umT5-XXL encoder"), C_WAN_VAE, C_TAESD),
+           {SDC_ROLE_HIGH_NOISE, "model.high_noise_diffusion_model.", NULL, false,
+            "Wan2.2 A14B high-noise expert"},
+           C_T5(true, "umT5-XXL encoder"), C_WAN_VAE, C_TAESD),
      RULES(R(WAN_KEY))},
     {"SDXL Refiner", "sdxl_refiner", SDC_FAMILY_SDXL, false, false, LATENT, 4, 1024, 1024,
      "adm input 2560, OpenCLIP bigG only (sd.cpp does not run it either)",
      COMPS(C_DIT("SDXL refiner UNet"),
-         {SDC_ROLE_CLIP_G, "cond_stage_model.1.transformer.", "conditioner.embedders.0.model.",
-          true, "OpenCLIP ViT-bigG/14 text (1280)"},
-         C_SD_VAE),
+           {SDC_ROLE_CLIP_G, "cond_stage_model.1.transformer.", "conditioner.embedders.0.model.",
+            true, "OpenCLIP ViT-bigG/14 text (1280)"},
+           C_SD_VAE),
      RULES(R_NE(SDXL_ADM, 0, 2560))},
     {"SDXL inpaint", "sdxl_inpaint", SDC_FAMILY_SDXL, false, false, LATENT, 4, 1024, 1024,
      "9 input channels (latent + mask + masked image)",
@@ -224,16 +253,18 @@ static const sdc_family_desc k_families[] = {
      COMPS(C_DIT("SDXL UNet"), C_SDXL_CLIP_L, C_SDXL_CLIP_G, C_SD_VAE, C_TAESD),
      RULES(R_NE(SDXL_ADM, 0, 2816))},
     {"Flux.2-dev", "flux2", SDC_FAMILY_FLUX2, false, false, LATENT, 32, 1024, 1024,
-     "48 single blocks", COMPS(C_DIT("Flux.2 transformer"), C_LLM("Mistral Small 3.2 24B"), C_FLUX2_VAE),
-     RULES(R(DIT "double_stream_modulation_img.lin.weight"), R(DIT "single_blocks.47.linear1.weight"))},
+     "48 single blocks",
+     COMPS(C_DIT("Flux.2 transformer"), C_LLM("Mistral Small 3.2 24B"), C_FLUX2_VAE),
+     RULES(R(DIT "double_stream_modulation_img.lin.weight"),
+           R(DIT "single_blocks.47.linear1.weight"))},
     {"Flux.2-klein", "flux2_klein", SDC_FAMILY_FLUX2, false, false, LATENT, 32, 1024, 1024,
      "4B/9B, base and distilled; fewer than 48 single blocks",
      COMPS(C_DIT("Flux.2 klein transformer"), C_LLM("Qwen3 4B/8B"), C_FLUX2_VAE),
      RULES(R(DIT "double_stream_modulation_img.lin.weight"))},
     {"LongCat-Image", "longcat", SDC_FAMILY_LONGCAT, false, false, LATENT, 16, 1024, 1024,
      "Flux layout with a 3584-wide text input; LongCat-Image-Edit too",
-     COMPS(C_DIT("LongCat transformer"), C_LLM("Qwen2.5-VL 7B"), C_LLM_VISION("Qwen2.5-VL vision (edit)"),
-         C_FLUX_VAE),
+     COMPS(C_DIT("LongCat transformer"), C_LLM("Qwen2.5-VL 7B"),
+           C_LLM_VISION("Qwen2.5-VL vision (edit)"), C_FLUX_VAE),
      RULES(R_ANY(FLUX_KEY_ST, FLUX_KEY_HF), R_NE(DIT "txt_in.weight", 0, 3584))},
     {"Chroma", "chroma", SDC_FAMILY_FLUX, false, false, LATENT, 16, 1024, 1024,
      "Flux layout with a distilled guidance approximator instead of time/vector/guidance inputs",
@@ -249,12 +280,13 @@ static const sdc_family_desc k_families[] = {
      RULES(R_ANY(FLUX_KEY_ST, FLUX_KEY_HF), R_NE2(FLUX_IMG_IN, FLUX_IMG_HF, 0, 128))},
     {"Flex.2", "flex2", SDC_FAMILY_FLUX, false, false, LATENT, 16, 1024, 1024,
      "196 input channels (latent + inpaint + control)",
-     COMPS(C_DIT("Flex.2 transformer"), C_CLIP_L_DIT(true), C_T5(true, "T5-XXL encoder"), C_FLUX_VAE),
+     COMPS(C_DIT("Flex.2 transformer"), C_CLIP_L_DIT(true), C_T5(true, "T5-XXL encoder"),
+           C_FLUX_VAE),
      RULES(R_ANY(FLUX_KEY_ST, FLUX_KEY_HF), R_NE2(FLUX_IMG_IN, FLUX_IMG_HF, 0, 196))},
     {"Flux.1", "flux", SDC_FAMILY_FLUX, false, false, LATENT, 16, 1024, 1024,
      "dev (guidance_in), schnell (none), Kontext-dev (same tensors as dev: not told apart)",
      COMPS(C_DIT("Flux transformer"), C_CLIP_L_DIT(true), C_T5(true, "T5-XXL encoder"), C_FLUX_VAE,
-         C_TAESD),
+           C_TAESD),
      RULES(R_ANY(FLUX_KEY_ST, FLUX_KEY_HF))},
     {"SD2.x inpaint", "sd2_inpaint", SDC_FAMILY_SD2, false, false, LATENT, 4, 512, 512,
      "9 input channels", COMPS(C_DIT("SD2 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD),
@@ -262,15 +294,13 @@ static const sdc_family_desc k_families[] = {
     {"SD2.x", "sd2", SDC_FAMILY_SD2, false, false, LATENT, 4, 768, 768,
      "SD2.0/2.1 (512 eps, 768 v: v is found by probing the model, not by weights), SD-Turbo, "
      "tiny UNets, SDXS-09",
-     COMPS(C_DIT("SD2 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD),
-     RULES(R_NE(UNET_CTX, 0, 1024))},
+     COMPS(C_DIT("SD2 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD), RULES(R_NE(UNET_CTX, 0, 1024))},
     {"SD1.x inpaint", "sd1_inpaint", SDC_FAMILY_SD1, false, false, LATENT, 4, 512, 512,
      "9 input channels", COMPS(C_DIT("SD1 UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD),
      RULES(R_NE(UNET_CTX, 0, 768), R_NE(UNET_IN0, 2, 9))},
     {"SD1.x", "sd1", SDC_FAMILY_SD1, false, false, LATENT, 4, 512, 512,
      "SD1.4/1.5 and fine-tunes, pix2pix (8 input channels), tiny UNets (BK-SDM), SDXS-512",
-     COMPS(C_DIT("SD1 UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD),
-     RULES(R_NE(UNET_CTX, 0, 768))},
+     COMPS(C_DIT("SD1 UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD), RULES(R_NE(UNET_CTX, 0, 768))},
 };
 
 #define N_FAMILIES ((int)(sizeof k_families / sizeof k_families[0]))
@@ -278,9 +308,18 @@ static const sdc_family_desc k_families[] = {
 /* ---- lookup -------------------------------------------------------------------------- */
 
 static const char *const k_role_names[SDC_ROLE_COUNT] = {
-    "diffusion-model", "high-noise-diffusion-model", "uncond-diffusion-model", "clip_l",
-    "clip_g",          "t5xxl",                      "llm",                    "llm_vision",
-    "clip_vision",     "vae",                        "taesd",                  "audio-vae",
+    "diffusion-model",
+    "high-noise-diffusion-model",
+    "uncond-diffusion-model",
+    "clip_l",
+    "clip_g",
+    "t5xxl",
+    "llm",
+    "llm_vision",
+    "clip_vision",
+    "vae",
+    "taesd",
+    "audio-vae",
     "embeddings-connectors",
 };
 
@@ -288,7 +327,9 @@ const char *sdc_role_name(sdc_role r) {
     return ((int)r >= 0 && r < SDC_ROLE_COUNT) ? k_role_names[r] : "unknown";
 }
 
-int sdc_registry_count(void) { return N_FAMILIES; }
+int sdc_registry_count(void) {
+    return N_FAMILIES;
+}
 
 const sdc_family_desc *sdc_registry_at(int i) {
     return i >= 0 && i < N_FAMILIES ? &k_families[i] : NULL;
@@ -317,7 +358,9 @@ const sdc_component_desc *sdc_family_component(const sdc_family_desc *d, sdc_rol
 }
 
 /* public enumerations (sdc.h) */
-int sdc_family_count(void) { return N_FAMILIES; }
+int sdc_family_count(void) {
+    return N_FAMILIES;
+}
 const char *sdc_family_name(int index) {
     const sdc_family_desc *d = sdc_registry_at(index);
     return d ? d->name : NULL;
@@ -333,8 +376,8 @@ bool sdc_family_implemented(int index) {
  * (the first tensor wins when two share a suffix). */
 typedef struct suffix_index {
     sdc_name_index ix;
-    char *names;             /* all names, NUL-separated */
-    int64_t (*ne)[4];        /* per tensor */
+    char *names;      /* all names, NUL-separated */
+    int64_t (*ne)[4]; /* per tensor */
     int n;
 } suffix_index;
 
@@ -457,8 +500,7 @@ static void describe_rules(sbuf *b) {
 }
 
 const sdc_family_desc *sdc_registry_detect_info(sdc_tensor_iter_fn it, void *user,
-                                                sdc_detect_info *info, char *why,
-                                                size_t why_size) {
+                                                sdc_detect_info *info, char *why, size_t why_size) {
     sbuf b = {why, why_size, 0};
     if (why && why_size) why[0] = '\0';
     if (info) memset(info, 0, sizeof *info);
@@ -475,12 +517,10 @@ const sdc_family_desc *sdc_registry_detect_info(sdc_tensor_iter_fn it, void *use
         info->n_tensors = s.n;
         info->has_v_pred = sdc_name_index_find(&s.ix, "v_pred") >= 0;
         info->has_edm_vpred = sdc_name_index_find(&s.ix, "edm_vpred.sigma_max") >= 0;
-        info->has_guidance_in =
-            sdc_name_index_find(&s.ix, DIT "guidance_in.in_layer.weight") >= 0;
+        info->has_guidance_in = sdc_name_index_find(&s.ix, DIT "guidance_in.in_layer.weight") >= 0;
     }
     if (!found) {
-        if (s.n == 0)
-            sb_add(&b, "no tensors loaded; ");
+        if (s.n == 0) sb_add(&b, "no tensors loaded; ");
         describe_rules(&b);
     }
     suffix_index_free(&s);
@@ -528,6 +568,6 @@ void sdc_registry_defaults(const sdc_family_desc *d, const sdc_detect_info *info
 
 sdc_status sdc_registry_fail_unsupported(const sdc_family_desc *d, const char *why) {
     if (!d) return sdc_fail(SDC_ERR_UNSUPPORTED, "unknown model: %s", why ? why : "");
-    return sdc_fail(SDC_ERR_UNSUPPORTED, "%s checkpoint detected; %s is not supported yet",
-                    d->name, d->name);
+    return sdc_fail(SDC_ERR_UNSUPPORTED, "%s checkpoint detected; %s is not supported yet", d->name,
+                    d->name);
 }

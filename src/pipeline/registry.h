@@ -20,18 +20,18 @@
 
 /* Component roles, named as sd.cpp's flags (--diffusion-model, --clip_l, ...). */
 typedef enum sdc_role {
-    SDC_ROLE_DIFFUSION = 0,       /* --diffusion-model (or inside -m) */
-    SDC_ROLE_HIGH_NOISE,          /* --high-noise-diffusion-model (Wan2.2 A14B) */
-    SDC_ROLE_UNCOND_DIFFUSION,    /* --uncond-diffusion-model (Ideogram4) */
-    SDC_ROLE_CLIP_L,              /* --clip_l */
-    SDC_ROLE_CLIP_G,              /* --clip_g */
-    SDC_ROLE_T5XXL,               /* --t5xxl (also umT5 for Wan, ByT5 for HunyuanVideo) */
-    SDC_ROLE_LLM,                 /* --llm */
-    SDC_ROLE_LLM_VISION,          /* --llm_vision */
-    SDC_ROLE_CLIP_VISION,         /* --clip_vision */
-    SDC_ROLE_VAE,                 /* --vae */
-    SDC_ROLE_TAESD,               /* --taesd */
-    SDC_ROLE_AUDIO_VAE,           /* --audio-vae */
+    SDC_ROLE_DIFFUSION = 0,         /* --diffusion-model (or inside -m) */
+    SDC_ROLE_HIGH_NOISE,            /* --high-noise-diffusion-model (Wan2.2 A14B) */
+    SDC_ROLE_UNCOND_DIFFUSION,      /* --uncond-diffusion-model (Ideogram4) */
+    SDC_ROLE_CLIP_L,                /* --clip_l */
+    SDC_ROLE_CLIP_G,                /* --clip_g */
+    SDC_ROLE_T5XXL,                 /* --t5xxl (also umT5 for Wan, ByT5 for HunyuanVideo) */
+    SDC_ROLE_LLM,                   /* --llm */
+    SDC_ROLE_LLM_VISION,            /* --llm_vision */
+    SDC_ROLE_CLIP_VISION,           /* --clip_vision */
+    SDC_ROLE_VAE,                   /* --vae */
+    SDC_ROLE_TAESD,                 /* --taesd */
+    SDC_ROLE_AUDIO_VAE,             /* --audio-vae */
     SDC_ROLE_EMBEDDINGS_CONNECTORS, /* --embeddings-connectors (LTX-2) */
     SDC_ROLE_COUNT
 } sdc_role;
@@ -71,11 +71,11 @@ typedef enum sdc_first_stage_kind {
 } sdc_first_stage_kind;
 
 typedef struct sdc_family_desc {
-    const char *name;   /* display name, "SDXL", "Flux.1", ... */
-    const char *id;     /* short id, "sdxl", "flux1", ... */
+    const char *name; /* display name, "SDXL", "Flux.1", ... */
+    const char *id;   /* short id, "sdxl", "flux1", ... */
     sdc_model_family family;
-    bool implemented;   /* this build can run it */
-    bool video;         /* a video model (-M vid_gen in sd.cpp) */
+    bool implemented; /* this build can run it */
+    bool video;       /* a video model (-M vid_gen in sd.cpp) */
     sdc_first_stage_kind first_stage;
     int latent_channels; /* 0 for pixel space */
     int width, height;   /* the size the model is made for (sd-cli's default is 512x512) */
@@ -116,14 +116,12 @@ const sdc_family_desc *sdc_registry_detect(sdc_tensor_iter_fn it, void *user, ch
 /* The same, also filling *info (may be NULL). On out of memory returns NULL with
  * `why` saying so. */
 const sdc_family_desc *sdc_registry_detect_info(sdc_tensor_iter_fn it, void *user,
-                                                sdc_detect_info *info, char *why,
-                                                size_t why_size);
+                                                sdc_detect_info *info, char *why, size_t why_size);
 
 struct sdc_loader;
 /* Detection over every tensor of a loader. */
-const sdc_family_desc *sdc_registry_detect_loader(const struct sdc_loader *l,
-                                                  sdc_detect_info *info, char *why,
-                                                  size_t why_size);
+const sdc_family_desc *sdc_registry_detect_loader(const struct sdc_loader *l, sdc_detect_info *info,
+                                                  char *why, size_t why_size);
 
 int sdc_registry_count(void);
 const sdc_family_desc *sdc_registry_at(int i); /* NULL out of range */
