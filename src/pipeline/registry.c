@@ -210,7 +210,9 @@ static const sdc_family_desc k_families[] = {
      RULES(R(DIT "patch_embedder.weight"))},
     {"SVD", "svd", SDC_FAMILY_SVD, false, true, LATENT, 4, 1024, 576,
      "Stable Video Diffusion (image to video UNet with time mixers)",
-     COMPS(C_DIT("video UNet"), C_CLIP_VISION(true),
+     COMPS(C_DIT("video UNet"),
+           {SDC_ROLE_CLIP_VISION, "cond_stage_model.transformer.",
+            "conditioner.embedders.0.open_clip.model.", true, "OpenCLIP ViT-H/14 vision"},
            C_VAE(true, "AutoencoderKL with temporal decoder, 4 latent channels")),
      RULES(R(DIT "input_blocks.8.0.time_mixer.mix_factor"))},
     {"Wan2.2 I2V A14B", "wan2_2_i2v", SDC_FAMILY_WAN, false, true, LATENT, 16, 832, 480,
@@ -517,7 +519,11 @@ const sdc_family_desc *sdc_registry_detect_info(sdc_tensor_iter_fn it, void *use
         info->n_tensors = s.n;
         info->has_v_pred = sdc_name_index_find(&s.ix, "v_pred") >= 0;
         info->has_edm_vpred = sdc_name_index_find(&s.ix, "edm_vpred.sigma_max") >= 0;
-        info->has_guidance_in = sdc_name_index_find(&s.ix, DIT "guidance_in.in_layer.weight") >= 0;
+        /* BFL names, or diffusers' (sd.cpp converts those before it looks) */
+        info->has_guidance_in =
+            sdc_name_index_find(&s.ix, DIT "guidance_in.in_layer.weight") >= 0 ||
+            sdc_name_index_find(&s.ix, DIT "time_text_embed.guidance_embedder.linear_1.weight") >=
+                0;
     }
     if (!found) {
         if (s.n == 0) sb_add(&b, "no tensors loaded; ");

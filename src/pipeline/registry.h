@@ -103,7 +103,7 @@ typedef struct sdc_detect_info {
     const sdc_family_desc *family;
     bool has_v_pred;      /* a "v_pred" tensor (SDXL v-prediction checkpoints) */
     bool has_edm_vpred;   /* "edm_vpred.sigma_max" (CosXL) */
-    bool has_guidance_in; /* "model.diffusion_model.guidance_in.in_layer.weight" (Flux dev) */
+    bool has_guidance_in; /* guidance_in (Flux dev; diffusers names: guidance_embedder) */
     int n_tensors;
 } sdc_detect_info;
 

@@ -315,6 +315,13 @@ static void test_api_and_defaults(void) {
               df.flow_shift);
         list_free(&g_tmp);
     }
+    if (load_data(&g_tmp, "flux_diffusers")) { /* diffusers names: guidance_embedder */
+        const sdc_family_desc *d = sdc_registry_detect_info(list_iter, &g_tmp, &info, NULL, 0);
+        sdc_registry_defaults(d, &info, &df);
+        CHECK(d && info.has_guidance_in && df.flow_shift == 1.15f, "diffusers flux dev shift %g",
+              df.flow_shift);
+        list_free(&g_tmp);
+    }
     sdc_registry_defaults(sdc_registry_find(SDC_FAMILY_SD1), NULL, &df);
     CHECK(df.sample_method == SDC_SAMPLE_EULER_A && df.scheduler == SDC_SCHED_DISCRETE &&
               df.prediction == SDC_PRED_EPS && isnan(df.flow_shift) && df.width == 512,

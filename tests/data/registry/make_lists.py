@@ -91,8 +91,8 @@ golden_lists()
 # ---- assembled lists ----
 D='model.diffusion_model.'
 SDCPP='leejet/stable-diffusion.cpp 97d2990'
-def w(fam, src, rows, prefix=''):
-    L=['# family: '+fam]+['# source: '+src[0]]+['#   '+s for s in src[1:]]
+def w(fam, src, rows, prefix='', family=None):
+    L=['# family: '+(family or fam)]+['# source: '+src[0]]+['#   '+s for s in src[1:]]
     L.append('# format: name then the shape in PyTorch order (as a safetensors header has it)')
     for r in rows:
         name=r[0]; shape=r[1:]
@@ -344,6 +344,30 @@ w('ovis_image', ['Ovis-Image-7B layout (AIDC-AI/Ovis-Image, Comfy-Org split file
 w('longcat', ['LongCat-Image layout (meituan-longcat/LongCat-Image, sd.cpp VERSION_LONGCAT): Flux layout with',
    'txt_in from Qwen2.5-VL 7B hidden states (3584), no vector_in/guidance_in; block counts illustrative'],
   flux_dit(txt=3584, nd=10, ns=20, guidance=False, vec=False)+qwen_llm(LLM,3584,28,18944,152064,28,4,qkbias=True)+sd_vae(z=16))
+
+def flux_diffusers():
+    h=3072
+    r=lin(D+'x_embedder',h,64)+lin(D+'context_embedder',h,4096)
+    r+=[(D+'time_text_embed.timestep_embedder.linear_1.weight',h,256),
+        (D+'time_text_embed.guidance_embedder.linear_1.weight',h,256),
+        (D+'time_text_embed.text_embedder.linear_1.weight',h,768)]
+    for b in (0,18):
+        p=D+'transformer_blocks.%d.'%b
+        r+=[(p+'norm1.linear.weight',6*h,h),(p+'norm1_context.linear.weight',6*h,h),
+            (p+'attn.to_q.weight',h,h),(p+'attn.norm_q.weight',128),(p+'attn.add_q_proj.weight',h,h),
+            (p+'attn.norm_added_q.weight',128),(p+'attn.to_out.0.weight',h,h),(p+'attn.to_add_out.weight',h,h),
+            (p+'ff.net.0.proj.weight',4*h,h),(p+'ff.net.2.weight',h,4*h),(p+'ff_context.net.2.weight',h,4*h)]
+    for b in (0,37):
+        p=D+'single_transformer_blocks.%d.'%b
+        r+=[(p+'norm.linear.weight',3*h,h),(p+'attn.to_q.weight',h,h),(p+'attn.norm_k.weight',128),
+            (p+'proj_mlp.weight',4*h,h),(p+'proj_out.weight',h,5*h)]
+    r+=[(D+'norm_out.linear.weight',2*h,h),(D+'proj_out.weight',64,h)]
+    return r
+w('flux_diffusers', ['FLUX.1-dev transformer/diffusion_pytorch_model*.safetensors layout (diffusers',
+   'FluxTransformer2DModel names) as --diffusion-model loads it; sd.cpp model_loader.cpp takes',
+   'single_transformer_blocks as Flux'], flux_diffusers(), family='flux')
+w('flux_fill_diffusers', ['FLUX.1-Fill-dev transformer layout (diffusers names): the flux_diffusers list with x_embedder 384'],
+  [(D+'x_embedder.weight',3072,384) if r[0]==D+'x_embedder.weight' else r for r in flux_diffusers()], family='flux_fill')
 
 # ---------------- Flux.2 ----------------
 def flux2_dit(hid, nd, ns, txt, guidance):
