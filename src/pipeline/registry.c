@@ -22,8 +22,6 @@
 /* components */
 #define C_DIT(what)                                                                                \
     { SDC_ROLE_DIFFUSION, DIT, NULL, true, what }
-#define C_DIT_AS(p, what)                                                                          \
-    { SDC_ROLE_DIFFUSION, DIT, p, true, what }
 #define C_T5(req, what)                                                                            \
     { SDC_ROLE_T5XXL, "text_encoders.t5xxl.transformer.", NULL, req, what }
 #define C_LLM(what)                                                                                \
@@ -146,7 +144,8 @@ static const sdc_family_desc k_families[] = {
            R(DIT "transformer_blocks.0.img_mlp.w1.weight"))},
     {"MiniT2I", "minit2i", SDC_FAMILY_MINIT2I, true, false, PIXEL, 0, 512, 512,
      "pixel-space DiT; the file keeps its HF names (model.net.*)",
-     COMPS(C_DIT_AS(DIT "model.net.", "MiniT2I transformer"), C_T5(true, "flan-T5 encoder")),
+     COMPS(C_DIT("MiniT2I transformer (its own names: model.net.*)"),
+           C_T5(true, "flan-T5 encoder")),
      RULES(R("net.img_embedder.proj1.weight"))},
     {"Mage-Flow", "mage_flow", SDC_FAMILY_MAGE_FLOW, false, false, LATENT, 32, 1024, 1024,
      "Mage-Flow, Mage-Flow-Edit (Qwen-Image-like blocks, 128-wide img_in)",
