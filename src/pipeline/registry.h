@@ -125,7 +125,8 @@ const sdc_family_desc *sdc_registry_detect_loader(const struct sdc_loader *l, sd
 
 int sdc_registry_count(void);
 const sdc_family_desc *sdc_registry_at(int i); /* NULL out of range */
-/* The first (most general) entry of a family id, NULL if none. */
+/* The generic entry of a family id (its last in table order: variants come first, e.g.
+ * SDXL inpaint before SDXL), NULL if none. */
 const sdc_family_desc *sdc_registry_find(sdc_model_family f);
 /* By display name or id, case-insensitive; NULL if none. */
 const sdc_family_desc *sdc_registry_find_name(const char *name);
