@@ -93,6 +93,7 @@ static const char *detect_id(tlist *l, char *why, size_t why_size) {
 }
 
 static tlist g_list, g_tmp;
+static int g_n_files; /* lists in DATA_DIR */
 static char g_why[16384];
 
 static bool load_data(tlist *l, const char *entry) {
@@ -127,6 +128,7 @@ static void test_data_files(void) {
         list_free(&g_list);
     }
     closedir(dir);
+    g_n_files = n_files;
     int missing = 0;
     for (int i = 0; i < sdc_registry_count() && i < 64; i++) {
         if (!covered[i]) missing++;
@@ -134,6 +136,84 @@ static void test_data_files(void) {
     }
     printf("%d data files, %d registry entries, %d without a file\n", n_files, sdc_registry_count(),
            missing);
+}
+
+/* sd.cpp's SDVersion for each registry entry (model.h; VERSION_ dropped). */
+static const char *const k_sdcpp[][2] = {
+    {"pid", "PID"},
+    {"ideogram4", "IDEOGRAM4"},
+    {"krea2", "KREA2"},
+    {"chroma_radiance", "CHROMA_RADIANCE"},
+    {"sd3", "SD3"},
+    {"hidream_o1", "HIDREAM_O1"},
+    {"lens", "LENS"},
+    {"minit2i", "MINIT2I"},
+    {"mage_flow", "MAGE_FLOW"},
+    {"qwen_image_layered", "QWEN_IMAGE_LAYERED"},
+    {"qwen_image", "QWEN_IMAGE"},
+    {"hunyuan_video", "HUNYUAN_VIDEO"},
+    {"anima", "ANIMA"},
+    {"sefi_image", "SEFI_IMAGE"},
+    {"ovis_image", "OVIS_IMAGE"},
+    {"z_image", "Z_IMAGE"},
+    {"boogu_image", "BOOGU_IMAGE"},
+    {"ernie_image", "ERNIE_IMAGE"},
+    {"ltx2", "LTXAV"},
+    {"minimax_h3", "MINIMAX_H3"},
+    {"lingbot_video", "LINGBOT_VIDEO"},
+    {"svd", "SVD"},
+    {"wan2_2_i2v", "WAN2_2_I2V"},
+    {"wan2_2_ti2v", "WAN2_2_TI2V"},
+    {"wan2_1_i2v", "WAN2"}, /* sd.cpp: one version, the I2V runner is chosen later */
+    {"wan", "WAN2"},
+    {"sdxl_refiner", "COUNT"}, /* sd.cpp does not know the refiner: unknown */
+    {"sdxl_inpaint", "SDXL_INPAINT"},
+    {"sdxl", "SDXL"},
+    {"flux2", "FLUX2"},
+    {"flux2_klein", "FLUX2_KLEIN"},
+    {"longcat", "LONGCAT"},
+    {"chroma", "FLUX"}, /* sd.cpp: Flux, Chroma found again by distilled_guidance_layer */
+    {"flux_fill", "FLUX_FILL"},
+    {"flux_controls", "FLUX_CONTROLS"},
+    {"flex2", "FLEX_2"},
+    {"flux", "FLUX"},
+    {"sd2_inpaint", "SD2_INPAINT"},
+    {"sd2", "SD2"},
+    {"sd1_inpaint", "SD1_INPAINT"},
+    {"sd1", "SD1"},
+};
+
+/* The registry against sdcpp_reference.py, sd.cpp's get_sd_version procedure restated
+ * (one pass, substring tests, flags): every list must give the sd.cpp version of the
+ * entry the registry picked. One difference is by design and stated: diffusers-named
+ * Flux Fill (x_embedder 384), which sd.cpp reads as plain Flux (it looks at img_in only). */
+static void test_against_sdcpp(void) {
+    FILE *f = fopen(DATA_DIR "/sdcpp_versions.tsv", "r");
+    CHECK(f != NULL, "no sdcpp_versions.tsv");
+    if (!f) return;
+    char line[512];
+    int n = 0, agree = 0;
+    while (fgets(line, sizeof line, f)) {
+        char file[256], ver[64], path[600];
+        if (line[0] == '#' || sscanf(line, "%255s %63s", file, ver) != 2) continue;
+        snprintf(path, sizeof path, "%s/%s", DATA_DIR, file);
+        if (!list_read(&g_list, path)) continue;
+        const char *id = detect_id(&g_list, g_why, sizeof g_why);
+        const char *mapped = "(unmapped)";
+        for (size_t i = 0; i < sizeof k_sdcpp / sizeof k_sdcpp[0]; i++)
+            if (!strcmp(k_sdcpp[i][0], id)) mapped = k_sdcpp[i][1];
+        bool by_design = !strcmp(file, "flux_fill_diffusers.txt") && !strcmp(ver, "FLUX");
+        bool ok = !strcmp(mapped, ver) || by_design;
+        n++;
+        agree += !strcmp(mapped, ver);
+        CHECK(ok, "%s: registry %s (sd.cpp %s), sd.cpp reference %s", file, id, mapped, ver);
+        list_free(&g_list);
+    }
+    fclose(f);
+    CHECK(n == g_n_files, "%d lists in sdcpp_versions.tsv, %d in the folder", n, g_n_files);
+    printf("against sd.cpp's procedure: %d of %d lists give the same version (1 by design)\n",
+           agree, n);
+    CHECK(sizeof k_sdcpp / sizeof k_sdcpp[0] == (size_t)sdc_registry_count(), "k_sdcpp size");
 }
 
 /* Changes tensor `name` (ggml dim d) to v, then detects. */
@@ -388,6 +468,7 @@ static void test_large(void) {
 
 int main(void) {
     test_data_files();
+    test_against_sdcpp();
     test_variants();
     test_prefixes();
     test_unknown();
