@@ -553,6 +553,42 @@ const sdc_family_desc *sdc_registry_detect_loader(const sdc_loader *l, sdc_detec
     return sdc_registry_detect_info(loader_iter, (void *)l, info, why, why_size);
 }
 
+/* ---- components ---------------------------------------------------------------------- */
+
+static bool has_prefix(const char *name, const char *p) {
+    return p && *p && !strncmp(name, p, strlen(p));
+}
+
+const sdc_component_desc *sdc_registry_missing(const sdc_family_desc *d, sdc_tensor_iter_fn it,
+                                               void *user) {
+    if (!d) return NULL;
+    bool found[SDC_FAMILY_MAX_COMPONENTS] = {false};
+    sdc_tensor_desc t;
+    for (int i = 0; it(user, i, &t); i++) {
+        if (!t.name) continue;
+        for (int c = 0; c < d->n_components; c++)
+            if (has_prefix(t.name, d->components[c].prefix) ||
+                has_prefix(t.name, d->components[c].file_prefix))
+                found[c] = true;
+    }
+    for (int c = 0; c < d->n_components; c++) {
+        const sdc_component_desc *cd = &d->components[c];
+        if (cd->required && cd->prefix && *cd->prefix && !found[c]) return cd;
+    }
+    return NULL;
+}
+
+const sdc_component_desc *sdc_registry_missing_loader(const sdc_family_desc *d,
+                                                      const sdc_loader *l) {
+    return sdc_registry_missing(d, loader_iter, (void *)l);
+}
+
+sdc_status sdc_registry_fail_missing(const sdc_family_desc *d, const sdc_component_desc *c) {
+    if (!d || !c) return sdc_fail(SDC_ERR_INVALID_ARG, "missing model component");
+    return sdc_fail(SDC_ERR_INVALID_ARG, "%s needs its %s: pass --%s", d->name, c->what,
+                    sdc_role_name(c->role));
+}
+
 /* ---- defaults and errors ------------------------------------------------------------- */
 
 void sdc_registry_defaults(const sdc_family_desc *d, const sdc_detect_info *info,

@@ -146,6 +146,16 @@ typedef struct sdc_family_defaults {
 void sdc_registry_defaults(const sdc_family_desc *d, const sdc_detect_info *info,
                            sdc_family_defaults *out);
 
+/* The first required component of `d` with no tensor under its prefix (or its -m file
+ * prefix), NULL when all are there. Components with an empty prefix (loaded under their
+ * own names) are not checked. */
+const sdc_component_desc *sdc_registry_missing(const sdc_family_desc *d, sdc_tensor_iter_fn it,
+                                               void *user);
+const sdc_component_desc *sdc_registry_missing_loader(const sdc_family_desc *d,
+                                                      const struct sdc_loader *l);
+/* SDC_ERR_INVALID_ARG with "X needs its <what>: pass --<role>". */
+sdc_status sdc_registry_fail_missing(const sdc_family_desc *d, const sdc_component_desc *c);
+
 /* SDC_ERR_UNSUPPORTED with "X checkpoint detected; X is not supported yet"
  * (d NULL: "unknown model: <why>"). */
 sdc_status sdc_registry_fail_unsupported(const sdc_family_desc *d, const char *why);

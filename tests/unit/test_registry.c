@@ -416,6 +416,37 @@ static void test_api_and_defaults(void) {
     CHECK(df.prediction == SDC_PRED_MINIT2I_FLOW, "minit2i prediction");
 }
 
+/* Required components: present in a full list, named when one is dropped. */
+static const char *missing_role(const char *entry, const char *drop_prefix) {
+    static char role[64];
+    if (!load_data(&g_tmp, entry)) return "(no data)";
+    if (drop_prefix)
+        for (int i = 0; i < g_tmp.n; i++)
+            if (!strncmp(g_tmp.names[i], drop_prefix, strlen(drop_prefix))) g_tmp.names[i][0] = '#';
+    const sdc_family_desc *d = sdc_registry_find_name(entry);
+    const sdc_component_desc *c = sdc_registry_missing(d, list_iter, &g_tmp);
+    snprintf(role, sizeof role, "%s", c ? sdc_role_name(c->role) : "(none)");
+    list_free(&g_tmp);
+    return role;
+}
+
+static void test_components(void) {
+    EXPECT_ID(missing_role("flux", NULL), "(none)", "Flux.1 list: missing component");
+    EXPECT_ID(missing_role("flux", "text_encoders.t5xxl."), "t5xxl", "Flux.1 without T5: missing");
+    EXPECT_ID(missing_role("flux", "first_stage_model."), "vae", "Flux.1 without VAE: missing");
+    EXPECT_ID(missing_role("sdxl", NULL), "(none)", "SDXL -m layout: missing component");
+    EXPECT_ID(missing_role("sdxl", "conditioner.embedders.1."), "clip_g", "SDXL without bigG");
+    EXPECT_ID(missing_role("sd2", NULL), "(none)", "SD2 -m layout (cond_stage_model.model.)");
+    EXPECT_ID(missing_role("minit2i", NULL), "t5xxl", "MiniT2I DiT only: missing");
+    EXPECT_ID(missing_role("qwen_image", "text_encoders.llm."), "llm", "Qwen-Image without LLM");
+    sdc_registry_fail_missing(
+        sdc_registry_find(SDC_FAMILY_MINIT2I),
+        sdc_family_component(sdc_registry_find(SDC_FAMILY_MINIT2I), SDC_ROLE_T5XXL));
+    const char *msg = sdc_last_error();
+    CHECK(!strcmp(msg, "MiniT2I needs its flan-T5 encoder: pass --t5xxl"), "message: %s", msg);
+    printf("missing: %s\n", msg);
+}
+
 /* The MiniT2I data file is the real golden file's list; the file itself is detected. */
 static void test_real_minit2i(void) {
     sdc_loader *l = NULL;
@@ -473,6 +504,7 @@ int main(void) {
     test_prefixes();
     test_unknown();
     test_api_and_defaults();
+    test_components();
     test_real_minit2i();
     test_large();
     TEST_MAIN_END();
