@@ -223,7 +223,10 @@ def sdxl_unet(mc=320, adm=2816, in_ch=4, ctx=2048, refiner=False):
        (D+'middle_block.1.transformer_blocks.0.attn2.to_k.weight',c3,ctx),
        (D+'middle_block.2.in_layers.2.weight',c3,c3,3,3),
        (D+'output_blocks.0.0.skip_connection.weight',c3,2*c3,1,1),
-       (D+'output_blocks.8.0.skip_connection.weight',c1,c1+c2,1,1),
+       # skips: base 3 levels (output_blocks.6.0: 640 + 320 in), refiner 4 levels (6.0: 1536 + 768, 9.0: 768 + 384)
+       ] + ([(D+'output_blocks.6.0.skip_connection.weight',c2,c3+c2,1,1),
+             (D+'output_blocks.9.0.skip_connection.weight',c1,c2+c1,1,1)] if refiner else
+            [(D+'output_blocks.6.0.skip_connection.weight',c1,c2+c1,1,1)]) + [
        (D+'out.0.weight',mc),(D+'out.2.weight',4,mc,3,3)]
     return r
 XL_SRC='sd_xl_base_1.0.safetensors layout (stabilityai/stable-diffusion-xl-base-1.0 single file, -m): UNet 320 channels, adm 2816, context 2048; CLIP-L at conditioner.embedders.0.transformer.*, OpenCLIP bigG at conditioner.embedders.1.model.*'
