@@ -5,6 +5,8 @@
  * each tensor's rows are quantised by all threads. */
 #include "pipeline/convert.h"
 
+#include "io/spill.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,19 +115,54 @@ static bool quantised_needs_importance(sdc_type t) {
 /* ---- conversion on load ---- */
 
 struct sdc_converted_weights {
-    void **data;
+    void **data; /* malloc'd conversions */
     int n;
+    sdc_spill *spill; /* conversions of "disk" modules, NULL if none */
 };
 
 void sdc_converted_weights_free(sdc_converted_weights *c) {
     if (!c) return;
     for (int i = 0; i < c->n; i++) free(c->data[i]);
     free(c->data);
+    sdc_spill_free(c->spill);
     free(c);
+}
+
+bool sdc_converted_weights_release(sdc_converted_weights *c, const sdc_tensor *t) {
+    if (!c || !sdc_spill_contains(c->spill, t->data)) return false;
+    sdc_spill_release(c->spill, t->data, sdc_tensor_nbytes(t));
+    return true;
+}
+
+static size_t converted_bytes(const sdc_tensor *t, sdc_type to) {
+    return sdc_type_row_bytes(to, t->ne[0]) * (size_t)sdc_tensor_nrows(t);
+}
+
+static int tensor_dims(const sdc_tensor *t) {
+    int nd = 1;
+    for (int d = 1; d < SDC_MAX_DIMS; d++)
+        if (t->ne[d] > 1) nd = d + 1;
+    return nd;
+}
+
+/* The spill file for every conversion that `to_spill` sends to disk. */
+static sdc_status make_spill(sdc_loader *l, const sdc_quant_rules *rules, int type,
+                             const sdc_convert_spill *sp, sdc_spill **out) {
+    *out = NULL;
+    if (!sp || !sp->to_spill) return SDC_OK;
+    size_t total = 0;
+    for (int i = 0; i < sdc_loader_tensor_count(l); i++) {
+        sdc_tensor *t = sdc_loader_tensor_at(l, i);
+        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
+        if (to != t->type && sp->to_spill(t->name, sp->user))
+            total += (converted_bytes(t, to) + 63) & ~(size_t)63;
+    }
+    return total ? sdc_spill_create(total, out) : SDC_OK;
 }
 
 sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules_spec,
                                       const sdc_imatrix *im, int n_threads,
+                                      const sdc_convert_spill *spill,
                                       sdc_converted_weights **owned) {
     *owned = NULL;
     if (type < 0 && (!rules_spec || !*rules_spec)) return SDC_OK;
@@ -143,16 +180,15 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory");
         goto done;
     }
-    int converted = 0, with_imatrix = 0;
+    if ((s = make_spill(l, rules, type, spill, &c->spill)) != SDC_OK) goto done;
+    int converted = 0, with_imatrix = 0, spilled = 0;
     for (int i = 0; i < n && s == SDC_OK; i++) {
         sdc_tensor *t = sdc_loader_tensor_at(l, i);
-        int nd = 1;
-        for (int d = 1; d < SDC_MAX_DIMS; d++)
-            if (t->ne[d] > 1) nd = d + 1;
-        sdc_type to = sdc_quant_pick_type(rules, t->name, nd, t->ne, t->type, type);
+        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
         if (to == t->type) continue;
-        size_t bytes = sdc_type_row_bytes(to, t->ne[0]) * (size_t)sdc_tensor_nrows(t);
-        void *d = malloc(bytes ? bytes : 1);
+        size_t bytes = converted_bytes(t, to);
+        bool to_disk = c->spill && spill->to_spill(t->name, spill->user);
+        void *d = to_disk ? sdc_spill_alloc(c->spill, bytes) : malloc(bytes ? bytes : 1);
         if (!d) {
             s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory converting '%s'", t->name);
             break;
@@ -163,10 +199,15 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         s = sdc_convert_tensor_data(t, to, d, imp, pool);
         free(imp);
         if (s != SDC_OK) {
-            free(d);
+            if (!to_disk) free(d);
             break;
         }
-        c->data[c->n++] = d;
+        if (to_disk) {
+            spilled++;
+            sdc_spill_release(c->spill, d, bytes); /* written: not needed until its phase */
+        } else {
+            c->data[c->n++] = d;
+        }
         sdc_loader_release_tensor_pages(l, t); /* the source is read: drop its pages */
         t->type = to;
         t->data = d;
@@ -174,8 +215,8 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         converted++;
     }
     if (s == SDC_OK)
-        SDC_LOGI("converted %d of %d weights on load (%d with importances)", converted, n,
-                 with_imatrix);
+        SDC_LOGI("converted %d of %d weights on load (%d with importances, %d kept on disk)",
+                 converted, n, with_imatrix, spilled);
 done:
     sdc_threadpool_free(pool);
     sdc_quant_rules_free(rules);
