@@ -404,7 +404,7 @@ LIB_EXPECT = {
     "--backend": "ok", "--params-backend": "ok", "--max-vram": "ok",
     "--offload-to-cpu": "warning", "--clip-on-cpu": "ok", "--vae-on-cpu": "warning",
     "--diffusion-fa": "warning", "--prediction": "error", "--clip-skip": "warning",
-    "--img-cfg-scale": "warning", "--guidance": "warning", "--flow-shift": "error",
+    "--img-cfg-scale": "error", "--guidance": "error", "--flow-shift": "warning",
     "--vae-tiling": "warning",
 }
 

@@ -19,7 +19,7 @@
 
 /* ---- pending library functions ----
  * The image API of include/sdc.h (sdc_image_load/save/resize/read_parameters, branch
- * `images`) and sdc_set_cpu_devices are declared but not in the library yet; these
+ * `images`) is declared but not in the library yet; these
  * stand-ins keep the program building and say clearly what is missing. Each becomes the
  * one sdc_* call once the library has it. */
 #include "core/status.h"
@@ -58,10 +58,6 @@ static sdc_status img_read_parameters(const char *path, char **text) {
     (void)path;
     *text = NULL;
     return sdc_fail(SDC_ERR_UNSUPPORTED, "reading parameters needs the library's image API");
-}
-static sdc_status set_cpu_devices(int n) {
-    if (n == 1) return SDC_OK;
-    return sdc_fail(SDC_ERR_UNSUPPORTED, "%d CPU devices: not in this library yet", n);
 }
 
 static bool g_color; /* --color: coloured log tags */
@@ -436,7 +432,7 @@ static int run(sdc_cli_args *a) {
     for (int i = 0; i < a->n_notes; i++) warn(a->notes[i]);
     /* --cpu-devices re-creates the device list, so it comes before anything uses it */
     if (a->cpu_devices > 0) {
-        sdc_status st = set_cpu_devices(a->cpu_devices);
+        sdc_status st = sdc_set_cpu_devices(a->cpu_devices);
         if (st != SDC_OK) return fail("--cpu-devices: %s", library_error(st));
     }
     if (a->list_devices) {

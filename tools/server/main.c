@@ -219,12 +219,10 @@ int main(int argc, char **argv) {
     sdc_set_log_callback(log_to_stderr, NULL);
     if (a.verbose) sdc_set_log_level(SDC_LOG_INFO);
     for (int i = 0; i < a.n_notes; i++) fprintf(stderr, "sdc-server: warning: %s\n", a.notes[i]);
-    /* pending: sdc_set_cpu_devices(a.cpu_devices) once the library has it */
-    if (a.cpu_devices > 1) {
-        fprintf(stderr,
-                "sdc-server: error: --cpu-devices: %d CPU devices: not in this library "
-                "yet\n",
-                a.cpu_devices);
+    /* --cpu-devices re-creates the device list, so it comes before the context */
+    if (a.cpu_devices > 0 && (st = sdc_set_cpu_devices(a.cpu_devices)) != SDC_OK) {
+        fprintf(stderr, "sdc-server: error: --cpu-devices: %s\n",
+                *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
         goto done;
     }
 
