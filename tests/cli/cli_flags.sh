@@ -140,5 +140,14 @@ else
     fail=$((fail + 1))
     echo "FAIL    --disable-image-metadata"
 fi
+# --preview writes the preview file while sampling
+"$SDC" "${BASE[@]}" --steps 2 --preview proj --preview-path "$TMP/prev.png" >/dev/null 2>&1
+if [[ $? -eq 0 && -s $TMP/prev.png && $(od -An -c -j1 -N3 "$TMP/prev.png" | tr -d ' ') == PNG ]]; then
+    pass=$((pass + 1))
+    echo "ok      --preview proj --preview-path wrote a PNG"
+else
+    fail=$((fail + 1))
+    echo "FAIL    --preview wrote no $TMP/prev.png"
+fi
 echo "$pass passed, $fail failed, $pending pending (library)"
 [ "$fail" -eq 0 ]

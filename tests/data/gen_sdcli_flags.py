@@ -124,7 +124,7 @@ STATUS = r"""
 --width | works | cli | int | 64 | gen.width | WIDTH | both | - | N | image width in pixels, a multiple of 8 (default: 512, or the -i image's)
 --steps | works | cli | int | 2 | gen.steps | - | both | - | N | sampling steps (default: 20)
 --high-noise-steps | warning | cli | int | 4 | - | - | both | -1 | N | applies to --high-noise-diffusion-model, which is not supported yet; ignored
---clip-skip | lib | library | int | 2 | gen.clip_skip | - | both | -1 | N | CLIP layers to skip at the end; <= 0: the model's default
+--clip-skip | lib | library | int | 2 | gen.clip_skip | - | cli | -1 | N | CLIP layers to skip at the end; <= 0: the model's default
 --batch-count | works | cli | int | 2 | gen.batch_count | - | both | - | N | images to generate, seeds seed, seed+1, ... (default: 1)
 --qwen-image-layers | warning | cli | int | 3 | - | - | both | - | N | applies to Qwen-Image-Layered, which is not supported yet; ignored
 --video-frames | warning | cli | int | 8 | - | - | both | 1 | N | video generation (-M vid_gen) is not supported yet; ignored
@@ -137,8 +137,8 @@ STATUS = r"""
 --hires-steps | warning | cli | int | 10 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
 --hires-upscale-tile-size | warning | cli | int | 256 | - | - | both | 128 | N | applies to hires fix (--hires), which is not supported yet; ignored
 --cfg-scale | works | cli | float | 6 | gen.cfg_scale | - | both | - | X | classifier-free guidance scale (default: 7.0)
---img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | both | - | X | image guidance scale of inpaint/edit models (default: --cfg-scale)
---guidance | lib | library | float | 3.5 | gen.guidance | - | both | - | X | distilled guidance of guidance-distilled models (default: 3.5)
+--img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpaint/edit models (default: --cfg-scale)
+--guidance | lib | library | float | 3.5 | gen.guidance | - | cli | - | X | distilled guidance of guidance-distilled models (default: 3.5)
 --slg-scale | error | cli | float | 2.5 | - | - | both | 0 | X | skip-layer guidance is not supported yet
 --skip-layer-start | warning | cli | float | 0.05 | - | - | both | 0.01 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
 --skip-layer-end | warning | cli | float | 0.3 | - | - | both | 0.2 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
