@@ -190,7 +190,7 @@ static char *read_text_file(sdc_cli_args *a, const char *opt, const char *path) 
     while (buf) {
         len += fread(buf + len, 1, cap - len - 1, f);
         if (len + 1 < cap) break;
-        char *grown = cap < ((size_t)1 << 28) ? realloc(buf, cap *= 2) : NULL;
+        char *grown = cap < ((size_t)1 << 24) ? realloc(buf, cap *= 2) : NULL;
         if (!grown) free(buf);
         buf = grown;
     }
