@@ -316,6 +316,11 @@ static void test_details(void) {
               a.mode == SDC_CLI_MODE_METADATA && !strcmp(a.image_path, "x.png"),
           "-M metadata needs no model: %s", a.error);
     sdc_cli_args_free(&a);
+    char *meta_raw[] = {"sdc", "-M", "metadata", "--image", "x.png", "--metadata-raw", "--hires"};
+    CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 7, meta_raw) == SDC_CLI_PARSE_RUN &&
+              a.n_notes == 1 && !strncmp(a.notes[0], "--metadata-raw:", 15),
+          "-M metadata: its own hints are answered, generation flags are not: %s", a.error);
+    sdc_cli_args_free(&a);
     char *meta_bad[] = {"sdc", "-M", "metadata"};
     CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 3, meta_bad) == SDC_CLI_PARSE_ERROR &&
               strstr(a.error, "--image"),

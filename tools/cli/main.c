@@ -428,8 +428,8 @@ static void list_devices(void) {
 static int run(sdc_cli_args *a) {
     sdc_set_log_level(a->verbose ? SDC_LOG_DEBUG : SDC_LOG_WARN);
     sdc_set_log_callback(log_to_stderr, NULL);
-    if (a->mode == SDC_CLI_MODE_METADATA) return print_metadata(a);
     for (int i = 0; i < a->n_notes; i++) warn(a->notes[i]);
+    if (a->mode == SDC_CLI_MODE_METADATA) return print_metadata(a);
     /* --cpu-devices re-creates the device list, so it comes before anything uses it */
     if (a->cpu_devices > 0) {
         sdc_status st = sdc_set_cpu_devices(a->cpu_devices);

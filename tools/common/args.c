@@ -561,7 +561,14 @@ sdc_cli_parse_result sdc_cli_parse(sdc_cli_args *a, sdc_cli_program program, int
     }
     if (a->list_devices) return SDC_CLI_PARSE_RUN; /* needs no model */
     if (!validate(a)) return SDC_CLI_PARSE_ERROR;
-    if (a->mode == SDC_CLI_MODE_METADATA) return SDC_CLI_PARSE_RUN;
+    if (a->mode == SDC_CLI_MODE_METADATA) { /* only the program's own hints matter here */
+        for (int k = 0; k < sdc_cli_opt_count; k++) {
+            const sdc_cli_opt *o = &sdc_cli_opts[k];
+            if (a->count[k] && o->status == ST_WARN && o->group == G_CLI)
+                add_note(a, o->long_name, o->text);
+        }
+        return SDC_CLI_PARSE_RUN;
+    }
     return answer_unsupported(a) ? SDC_CLI_PARSE_RUN : SDC_CLI_PARSE_ERROR;
 }
 
