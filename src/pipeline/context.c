@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/threadpool.h"
+#include "cpu/quant_dispatch.h"
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
 #include "pipeline/tokenizer_source.h"
@@ -49,6 +50,7 @@ static sdc_status add_file(sdc_context *ctx, const char *path, const char *prefi
 sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
     *out = NULL;
     if (!p) return sdc_fail(SDC_ERR_INVALID_ARG, "context: NULL parameters");
+    sdc_cpu_quant_init(); /* weights are dequantised while loading, before the backend exists */
     if (!p->model_path && !p->diffusion_model_path)
         return sdc_fail(SDC_ERR_INVALID_ARG,
                         "no model given: pass -m (full checkpoint) or --diffusion-model");
