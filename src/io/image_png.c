@@ -35,7 +35,7 @@ static void on_png_warning(png_structp png, png_const_charp msg) {
 sdc_status sdc_image_check(const char *label, const sdc_image *img, bool allow_gray_alpha) {
     if (!img || !img->data) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: no image data", label);
     if (img->width == 0 || img->height == 0 || img->width > SDC_PNG_MAX_SIDE ||
-        img->height > SDC_PNG_MAX_SIDE || (uint64_t)img->width * img->height > SDC_PNG_MAX_PIXELS)
+        img->height > SDC_PNG_MAX_SIDE)
         return sdc_fail(SDC_ERR_INVALID_ARG, "%s: image size %ux%u outside 1..%d per side", label,
                         img->width, img->height, SDC_PNG_MAX_SIDE);
     if (img->channels != 3 && !(allow_gray_alpha && (img->channels == 1 || img->channels == 4)))
