@@ -149,5 +149,31 @@ else
     fail=$((fail + 1))
     echo "FAIL    --preview wrote no $TMP/prev.png"
 fi
+size_of() { # WxH of a PNG from its IHDR
+    od -An -tu1 -j16 -N8 "$1" | awk '{printf "%dx%d\n", $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'
+}
+# JPEG out by extension, its parameters read back with -M metadata (text and json)
+"$SDC" "${BASE[@]}" -s 5 -o "$TMP/j.jpg" >/dev/null 2>&1
+"$SDC" -M metadata --image "$TMP/j.jpg" >"$TMP/meta.txt" 2>&1
+"$SDC" -M metadata --image "$TMP/j.jpg" --metadata-format json >"$TMP/meta.json" 2>&1
+if [[ $(od -An -tx1 -N2 "$TMP/j.jpg" | tr -d ' ') == ffd8 ]] && grep -q "^Steps: 1, .*Seed: 5, Size: 64x64" "$TMP/meta.txt" &&
+    grep -q '^{"file": ".*", "parameters": "a cat\\nSteps: 1, .*Seed: 5, ' "$TMP/meta.json"; then
+    pass=$((pass + 1))
+    echo "ok      -o x.jpg writes JPEG; -M metadata reads its parameters (text, json)"
+else
+    fail=$((fail + 1))
+    echo "FAIL    JPEG output / -M metadata"
+    sed 's/^/        /' "$TMP/meta.txt"
+fi
+# -i of another size is resized to -W/-H; without -W/-H the image sets the size
+"$SDC" --diffusion-model "$DIT" --t5xxl "$T5" -p "a cat" --steps 1 -t 1 -W 96 -H 64 -i "$TMP/j.jpg" -o "$TMP/r1.png" >/dev/null 2>&1
+"$SDC" --diffusion-model "$DIT" --t5xxl "$T5" -p "a cat" --steps 1 -t 1 -i "$TMP/r1.png" -o "$TMP/r2.png" >/dev/null 2>&1
+if [[ $(size_of "$TMP/r1.png") == 96x64 && $(size_of "$TMP/r2.png") == 96x64 ]] && grep -aq "Denoising strength: 0.750000" "$TMP/r1.png"; then
+    pass=$((pass + 1))
+    echo "ok      -i 64x64 JPEG with -W 96 -H 64 gives 96x64; -i without -W/-H keeps the image's size"
+else
+    fail=$((fail + 1))
+    echo "FAIL    -i resizing: $(size_of "$TMP/r1.png"), $(size_of "$TMP/r2.png")"
+fi
 echo "$pass passed, $fail failed, $pending pending (library)"
 [ "$fail" -eq 0 ]

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,49 +15,6 @@
 #include "args.h"
 #include "progress.h"
 #include "sdc.h"
-
-/* ---- pending library functions ----
- * The image API of include/sdc.h (sdc_image_load/save/resize/read_parameters, branch
- * `images`) is declared but not in the library yet; these
- * stand-ins keep the program building and say clearly what is missing. Each becomes the
- * one sdc_* call once the library has it. */
-#include "core/status.h"
-#include "io/image.h"
-
-static sdc_status img_load(const char *path, sdc_image *out) {
-    int w = 0, h = 0;
-    memset(out, 0, sizeof *out);
-    sdc_status st = sdc_png_read(path, &out->data, &w, &h);
-    out->width = (uint32_t)w, out->height = (uint32_t)h, out->channels = 3;
-    return st;
-}
-static void img_free(sdc_image *img) {
-    free(img->data);
-    memset(img, 0, sizeof *img);
-}
-static bool is_jpeg_name(const char *path) {
-    const char *dot = strrchr(path, '.');
-    return dot &&
-           (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") || !strcasecmp(dot, ".jpe"));
-}
-static sdc_status img_save(const char *path, const sdc_image *img, const char *text, int quality) {
-    (void)quality;
-    if (is_jpeg_name(path))
-        return sdc_fail(SDC_ERR_UNSUPPORTED, "%s: JPEG output needs the library's image API", path);
-    return sdc_save_png(path, img, text);
-}
-static sdc_status img_resize(const sdc_image *in, int w, int h, sdc_image *out) {
-    (void)out;
-    return sdc_fail(SDC_ERR_UNSUPPORTED,
-                    "the image is %ux%u, -W/-H ask for %dx%d: resizing needs the library's "
-                    "image API",
-                    in->width, in->height, w, h);
-}
-static sdc_status img_read_parameters(const char *path, char **text) {
-    (void)path;
-    *text = NULL;
-    return sdc_fail(SDC_ERR_UNSUPPORTED, "reading parameters needs the library's image API");
-}
 
 static bool g_color; /* --color: coloured log tags */
 
@@ -130,7 +86,7 @@ static void on_progress(int step, int steps, double step_seconds, void *user) {
 static void on_preview(int step, int steps, const sdc_image *img, void *user) {
     (void)step, (void)steps;
     run_state *rs = user;
-    if (img_save(rs->preview_path, img, NULL, 0) != SDC_OK && !rs->preview_failed) {
+    if (sdc_image_save(rs->preview_path, img, NULL, 0) != SDC_OK && !rs->preview_failed) {
         rs->preview_failed = true; /* say it once, not every step */
         fprintf(stderr, "sdc: warning: --preview-path: %s\n", sdc_last_error());
     }
@@ -212,7 +168,7 @@ static void print_json_string(FILE *f, const char *s) {
 /* -M metadata --image PATH: the generation parameters stored in a PNG or JPEG. */
 static int print_metadata(const sdc_cli_args *a) {
     char *text = NULL;
-    sdc_status st = img_read_parameters(a->image_path, &text);
+    sdc_status st = sdc_image_read_parameters(a->image_path, &text);
     if (st != SDC_OK) return fail("--image: %s", library_error(st));
     if (!strcmp(a->metadata_format, "json")) {
         printf("{\"file\": ");
@@ -266,12 +222,12 @@ static int convert(sdc_cli_args *a) {
  * resized to it; without -W/-H the init image sets the size. */
 static int load_input(const char *opt, const char *path, int w, int h, sdc_image *out) {
     sdc_image img = {0};
-    sdc_status st = img_load(path, &img);
+    sdc_status st = sdc_image_load(path, &img);
     if (st != SDC_OK) return fail("%s: %s", opt, library_error(st));
     if (w > 0 && h > 0 && ((int)img.width != w || (int)img.height != h)) {
         sdc_image resized = {0};
-        st = img_resize(&img, w, h, &resized);
-        img_free(&img);
+        st = sdc_image_resize(&img, w, h, &resized);
+        sdc_image_free(&img);
         if (st != SDC_OK) return fail("%s: %s", opt, library_error(st));
         img = resized;
     }
@@ -306,7 +262,7 @@ static int save_images(const sdc_cli_args *a, run_state *rs, const sdc_generate_
         sdc_status st;
         if (!name) {
             fail("out of memory");
-        } else if ((st = img_save(name, &images[i], text, 0)) != SDC_OK) {
+        } else if ((st = sdc_image_save(name, &images[i], text, 0)) != SDC_OK) {
             fail("%s", library_error(st));
         } else {
             printf("saved %s\n", name);
@@ -341,7 +297,7 @@ static int generate(sdc_cli_args *a) {
     sdc_cli_to_generate_params(a, &gp);
     sdc_image init = {0}, mask = {0};
     if (load_inputs(a, &gp, &init, &mask)) {
-        img_free(&init);
+        sdc_image_free(&init);
         return 1;
     }
     sdc_imatrix *im;
@@ -356,8 +312,8 @@ static int generate(sdc_cli_args *a) {
     if (st != SDC_OK) {
         sdc_context_free(rs.ctx);
         sdc_imatrix_free(im);
-        img_free(&init);
-        img_free(&mask);
+        sdc_image_free(&init);
+        sdc_image_free(&mask);
         return fail("%s", library_error(st));
     }
     if (a->verbose) fprintf(stderr, "sdc: models loaded in %.2fs\n", now_seconds() - t0);
@@ -387,8 +343,8 @@ static int generate(sdc_cli_args *a) {
         int rc = fail("%s", st == SDC_ERR_CANCELLED ? "interrupted" : library_error(st));
         sdc_context_free(rs.ctx);
         sdc_imatrix_free(im);
-        img_free(&init);
-        img_free(&mask);
+        sdc_image_free(&init);
+        sdc_image_free(&mask);
         return rc;
     }
     int imat_rc = 0;
@@ -403,8 +359,8 @@ static int generate(sdc_cli_args *a) {
     sdc_imatrix_free(im);
     int saved = save_images(a, &rs, &gp, images, count);
     sdc_free_images(images, count);
-    img_free(&init);
-    img_free(&mask);
+    sdc_image_free(&init);
+    sdc_image_free(&mask);
     sdc_context_free(rs.ctx);
     if (saved != count || imat_rc) return 1;
 
