@@ -17,6 +17,7 @@ struct sdc_context {
     struct sdc_loader *weights;
     int t5_file; /* loader file index of a separate --t5xxl file, -1 if none */
     sdc_model_family family;
+    const struct sdc_family_desc *family_desc; /* the registry's entry */
     sdc_family_modules m;
     /* one backend per device in use (owned); each stage runs on its module's */
     sdc_backend *backends[SDC_CTX_MAX_BACKENDS];
