@@ -91,7 +91,7 @@ int main(void) {
     expect("flux2", "Flux.2", NULL);
     expect("qwen_image", "Qwen Image", NULL);
     expect("z_image", "Z-Image", NULL);
-    expect("wan", "Wan", NULL); /* 5-D Conv3d weights load, folded */
+    expect("wan", "Wan 2.x", NULL); /* 5-D Conv3d weights load, folded */
     /* the T5 alone: no diffusion model of any family */
     char out[512];
     snprintf(out, sizeof out, "%s/detect_t5only.safetensors", SDC_BINARY_DIR);
