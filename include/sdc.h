@@ -205,15 +205,17 @@ typedef enum sdc_image_format {
 SDC_API sdc_status sdc_image_decode(const void *data, size_t size, const char *label,
                                     sdc_image *out);
 SDC_API sdc_status sdc_image_load(const char *path, sdc_image *out);
-/* Encodes RGB (channels 3) to PNG (with a tEXt "parameters" chunk when parameters !=
- * NULL) or JPEG (quality 1..100, <= 0: 90; parameters in a COM... EXIF UserComment as
- * A1111 does). *out is malloc'd; free() it. */
+/* Encodes RGB (channels 3; PNG also 1 and 4) to PNG (with a tEXt "parameters" chunk when
+ * parameters != NULL) or JPEG (quality 1..100, <= 0: 90; parameters in an EXIF
+ * UserComment as A1111 writes it and a COM segment as sd.cpp does). *out is malloc'd;
+ * free() it. */
 SDC_API sdc_status sdc_image_encode(const sdc_image *img, sdc_image_format fmt, int quality,
                                     const char *parameters, void **out, size_t *out_size);
 /* Writes PNG or JPEG chosen by the extension (.jpg/.jpeg/.jpe = JPEG, else PNG). */
 SDC_API sdc_status sdc_image_save(const char *path, const sdc_image *img, const char *parameters,
                                   int quality);
-/* Resizes to w x h (bilinear, as sd-cli resizes -i images of another size). */
+/* Resizes to w x h as sd-cli resizes -i images of another size: a centred crop to the
+ * w:h aspect ratio, then a box (area-average) filter in linear light. */
 SDC_API sdc_status sdc_image_resize(const sdc_image *in, int w, int h, sdc_image *out);
 SDC_API void sdc_image_free(sdc_image *img); /* frees img->data, zeroes img */
 /* The generation parameters stored in a PNG (tEXt/iTXt "parameters") or JPEG (EXIF

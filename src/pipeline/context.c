@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/threadpool.h"
 #include "core/types.h"
+#include "cpu/quant_dispatch.h"
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
 #include "pipeline/registry.h"
@@ -244,6 +245,7 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     if (!out) return sdc_fail(SDC_ERR_INVALID_ARG, "context: NULL output");
     *out = NULL;
     if (!params) return sdc_fail(SDC_ERR_INVALID_ARG, "context: NULL parameters");
+    sdc_cpu_quant_init(); /* weights are dequantised while loading, before the backend exists */
     sdc_context_params p;
     sdc_status s = copy_params(params, &p);
     if (s != SDC_OK) return s;
