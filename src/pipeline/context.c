@@ -137,15 +137,22 @@ static void weight_types_line(const sdc_loader *l, char *buf, size_t size) {
                                   counts[t]);
 }
 
-static void log_loaded(const sdc_context *ctx) {
-    char files[768] = "", types[256];
+static void log_loaded(sdc_context *ctx) {
+    char files[768] = "", types[256], place[256];
     size_t n = 0;
     for (int i = 0; i < sdc_loader_file_count(ctx->weights) && n < sizeof files; i++)
         n += (size_t)snprintf(files + n, sizeof files - n, "%s%s", n ? ", " : "",
                               base_name(sdc_loader_file_path(ctx->weights, i)));
     weight_types_line(ctx->weights, types, sizeof types);
-    SDC_LOGI("loaded %s: %s; weights %s", ctx->family_desc->name, files, types);
+    sdc_placement_describe(&ctx->placement, place, sizeof place);
+    snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s",
+             ctx->family_desc->name, files, types, place);
+    SDC_LOGI("loaded %s", ctx->description);
     SDC_LOGI("%s", ctx->m.summary);
+}
+
+const char *sdc_context_describe(const sdc_context *ctx) {
+    return ctx ? ctx->description : "";
 }
 
 static int clamp_threads(int n) {
@@ -227,9 +234,6 @@ static sdc_status create_backends(sdc_context *ctx, int n_threads) {
         if (s != SDC_OK) return s;
     }
     sdc_context_sync_envs(ctx);
-    char line[256];
-    sdc_placement_describe(&ctx->placement, line, sizeof line);
-    SDC_LOGI("placement: %s", line);
     return SDC_OK;
 }
 

@@ -29,6 +29,7 @@ struct sdc_context {
     float flow_shift; /* NAN: the family's default */
     /* basenames of the model files, for PNG metadata */
     char model_name[256], diffusion_model_name[256], t5xxl_name[256];
+    char description[1280]; /* sdc_context_describe */
     _Atomic int cancel;
     /* called around every graph node of every model pass (imatrix collection, debugging);
      * NULL costs nothing */
