@@ -16,6 +16,7 @@
 #include "cpu/quant_dispatch.h"
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
+#include "pipeline/registry.h"
 #include "placement/devices.h"
 #include "sampling/defaults.h"
 #include "sampling/samplers.h"
@@ -106,16 +107,20 @@ static sdc_status open_files(sdc_context *ctx, const sdc_context_params *p) {
     return SDC_OK;
 }
 
-/* Which family the weights are. */
-static sdc_status detect_family(sdc_context *ctx, sdc_model_family *out) {
-    if (sdc_loader_find(ctx->weights, PREFIX_DIT "model.net.img_embedder.proj1.weight")) {
-        *out = SDC_FAMILY_MINIT2I;
-        return SDC_OK;
-    }
-    return sdc_fail(SDC_ERR_UNSUPPORTED,
-                    "unknown diffusion model: no MiniT2I tensors ('%smodel.net.img_embedder.*') "
-                    "found; this build supports MiniT2I",
-                    PREFIX_DIT);
+/* Which family the weights are (the registry: tensor names and shapes), refusing
+ * families this build cannot run and missing required components. */
+static sdc_status detect_family(sdc_context *ctx) {
+    char why[6144];
+    sdc_detect_info info;
+    const sdc_family_desc *d = sdc_registry_detect_loader(ctx->weights, &info, why, sizeof why);
+    if (!d) return sdc_registry_fail_unsupported(NULL, why);
+    ctx->family_desc = d;
+    ctx->family = d->family;
+    if (!d->implemented || !sdc_family_loader(d->family))
+        return sdc_registry_fail_unsupported(d, NULL);
+    const sdc_component_desc *missing = sdc_registry_missing_loader(d, ctx->weights);
+    if (missing) return sdc_registry_fail_missing(d, missing);
+    return SDC_OK;
 }
 
 /* "f16 x 64, f32 x 21" over the loaded tensors. */
@@ -133,15 +138,22 @@ static void weight_types_line(const sdc_loader *l, char *buf, size_t size) {
                                   counts[t]);
 }
 
-static void log_loaded(const sdc_context *ctx) {
-    char files[768] = "", types[256];
+static void log_loaded(sdc_context *ctx) {
+    char files[768] = "", types[256], place[256];
     size_t n = 0;
     for (int i = 0; i < sdc_loader_file_count(ctx->weights) && n < sizeof files; i++)
         n += (size_t)snprintf(files + n, sizeof files - n, "%s%s", n ? ", " : "",
                               base_name(sdc_loader_file_path(ctx->weights, i)));
     weight_types_line(ctx->weights, types, sizeof types);
-    SDC_LOGI("loaded %s: %s; weights %s", sdc_model_family_name(ctx->family), files, types);
+    sdc_placement_describe(&ctx->placement, place, sizeof place);
+    snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s",
+             ctx->family_desc->name, files, types, place);
+    SDC_LOGI("loaded %s", ctx->description);
     SDC_LOGI("%s", ctx->m.summary);
+}
+
+const char *sdc_context_describe(const sdc_context *ctx) {
+    return ctx ? ctx->description : "";
 }
 
 static int clamp_threads(int n) {
@@ -223,9 +235,6 @@ static sdc_status create_backends(sdc_context *ctx, int n_threads) {
         if (s != SDC_OK) return s;
     }
     sdc_context_sync_envs(ctx);
-    char line[256];
-    sdc_placement_describe(&ctx->placement, line, sizeof line);
-    SDC_LOGI("placement: %s", line);
     return SDC_OK;
 }
 
@@ -258,14 +267,9 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     if ((s = sdc_placement_parse(&p, &ctx->placement)) != SDC_OK) goto fail;
     ctx->flow_shift = p.flow_shift;
     if ((s = open_files(ctx, &p)) != SDC_OK) goto fail;
-    if ((s = detect_family(ctx, &ctx->family)) != SDC_OK) goto fail;
+    if ((s = detect_family(ctx)) != SDC_OK) goto fail;
     sdc_family_load_fn load = sdc_family_loader(ctx->family);
-    if (!load) {
-        s = sdc_fail(SDC_ERR_UNSUPPORTED, "%s checkpoint detected; %s is not supported yet",
-                     sdc_model_family_name(ctx->family), sdc_model_family_name(ctx->family));
-        goto fail;
-    }
-    if ((s = check_unused_components(&p, sdc_model_family_name(ctx->family))) != SDC_OK) goto fail;
+    if ((s = check_unused_components(&p, ctx->family_desc->name)) != SDC_OK) goto fail;
     sdc_convert_spill spill = {tensor_on_disk, &ctx->placement};
     /* --type / --tensor-type-rules: the loaded weights are converted into our own memory,
      * dropping each source tensor's file pages once read (release_pages only ever drops

@@ -17,6 +17,7 @@ struct sdc_context {
     struct sdc_loader *weights;
     int t5_file; /* loader file index of a separate --t5xxl file, -1 if none */
     sdc_model_family family;
+    const struct sdc_family_desc *family_desc; /* the registry's entry */
     sdc_family_modules m;
     /* one backend per device in use (owned); each stage runs on its module's */
     sdc_backend *backends[SDC_CTX_MAX_BACKENDS];
@@ -28,7 +29,8 @@ struct sdc_context {
     float flow_shift; /* NAN: the family's default */
     /* basenames of the model files, for PNG metadata */
     char model_name[256], diffusion_model_name[256], t5xxl_name[256];
-    int weight_type; /* --type (ggml id, -1: as stored), for PNG metadata */
+    char description[1280]; /* sdc_context_describe */
+    int weight_type;        /* --type (ggml id, -1: as stored), for PNG metadata */
     _Atomic int cancel;
     /* called around every graph node of every model pass (imatrix collection, debugging);
      * NULL costs nothing */

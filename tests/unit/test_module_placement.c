@@ -75,9 +75,9 @@ int main(void) {
     const variant one = {"one device, resident", 1, NULL, "te=cpu,diffusion=cpu", -1, NULL};
     const variant cases[] = {
         {"te=cpu0,diffusion=cpu1", 2, "te=cpu0,diffusion=cpu1", NULL, -1,
-         "placement: te=cpu0 diffusion=cpu1"},
+         "; te=cpu0 diffusion=cpu1"},
         {"diffusion=cpu0,te=cpu1,vae=cpu1", 2, "diffusion=cpu0,te=cpu1,vae=cpu1", NULL, -1,
-         "placement: te=cpu1 diffusion=cpu0 vae=cpu1"},
+         "; te=cpu1 diffusion=cpu0 vae=cpu1"},
         {"3 devices, all=cpu2", 3, "all=cpu2", NULL, -1, "te=cpu2 diffusion=cpu2 vae=cpu2"},
         {"params te=disk", 1, NULL, "te=disk", -1, "params: te=disk"},
         {"params all=disk", 1, NULL, "all=disk", -1, "te=disk"},
