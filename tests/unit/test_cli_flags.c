@@ -355,6 +355,40 @@ static void test_defaults_are_the_librarys(void) {
            sdc_sampler_count(), sdc_scheduler_count());
 }
 
+/* docs/cli.md's table has a row for every flag, with the documented status. */
+static void test_docs(void) {
+    FILE *f = fopen(SDC_SOURCE_DIR "/docs/cli.md", "rb");
+    CHECK(f != NULL, "cannot read docs/cli.md");
+    if (!f) return;
+    static char doc[1 << 18];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    static const struct {
+        const char *status, *words;
+    } words[] = {{"works", "| works"},
+                 {"note", "| works (see note)"},
+                 {"lib", "| library decides"},
+                 {"error", "| **error**: not yet"},
+                 {"warning", "| warning: ignored"}};
+    int rows = 0;
+    for (int i = 0; i < g_n; i++) {
+        const row *r = &g_rows[i];
+        char key[80];
+        snprintf(key, sizeof key, "`%.63s` |", r->lng);
+        const char *at = strstr(doc, key);
+        const char *eol = at ? strchr(at, '\n') : NULL;
+        const char *want = NULL;
+        for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
+            if (!strcmp(r->status, words[w].status)) want = words[w].words;
+        const char *st = at && want ? strstr(at, want) : NULL;
+        bool ok = at && want && st && (!eol || st < eol);
+        CHECK(ok, "docs/cli.md: no row for %s with status '%s'", r->lng, r->status);
+        rows += ok;
+    }
+    printf("docs/cli.md: %d/%d flags in the table with their status\n", rows, g_n);
+}
+
 int main(void) {
     snprintf(g_txt, sizeof g_txt, "%s/sdc_test_prompt_%d.txt", P_tmpdir, (int)getpid());
     FILE *f = fopen(g_txt, "wb");
@@ -366,6 +400,7 @@ int main(void) {
     test_table();
     test_details();
     test_defaults_are_the_librarys();
+    test_docs();
     remove(g_txt);
     TEST_MAIN_END();
 }
