@@ -25,10 +25,9 @@ static sdc_status check_io(const sdc_backend *b, const sdc_tensor *t, size_t off
     size_t n = sdc_tensor_nbytes(t);
     if (offset > n || size > n - offset) {
         char shape[64];
-        return sdc_fail(SDC_ERR_INVALID_ARG,
-                        "%s: bytes [%zu, %zu) are outside tensor '%s' %s of %zu bytes", what,
-                        offset, offset + size, t->name,
-                        sdc_tensor_shape_str(t, shape, sizeof shape), n);
+        return sdc_fail(
+            SDC_ERR_INVALID_ARG, "%s: bytes [%zu, %zu) are outside tensor '%s' %s of %zu bytes",
+            what, offset, offset + size, t->name, sdc_tensor_shape_str(t, shape, sizeof shape), n);
     }
     if (!t->data)
         return sdc_fail(SDC_ERR_INVALID_ARG,
@@ -82,8 +81,8 @@ sdc_status sdc_backend_set_inputs(sdc_backend *b, sdc_graph *g, const sdc_input_
     for (int i = 0; i < n; i++) {
         sdc_tensor *t = in[i].t;
         if (!t || t->graph != g || t->op != SDC_OP_NONE || !(t->flags & SDC_TENSOR_INPUT))
-            return sdc_fail(SDC_ERR_INVALID_ARG, "set_inputs: entry %d is not an input of this graph",
-                            i);
+            return sdc_fail(SDC_ERR_INVALID_ARG,
+                            "set_inputs: entry %d is not an input of this graph", i);
         if (in[i].size != sdc_tensor_nbytes(t))
             return sdc_fail(SDC_ERR_INVALID_ARG, "set_inputs: input '%s' has %zu bytes, given %zu",
                             t->name, sdc_tensor_nbytes(t), in[i].size);

@@ -37,8 +37,8 @@ typedef struct sdc_buffer {
 sdc_status sdc_buffer_alloc(struct sdc_backend *be, size_t size, sdc_buffer_usage usage,
                             sdc_buffer **out);
 /* A buffer describing memory owned elsewhere (a file mapping): freeing it leaves base alone. */
-sdc_status sdc_buffer_wrap(struct sdc_backend *be, void *base, size_t size,
-                           sdc_buffer_usage usage, sdc_buffer **out);
+sdc_status sdc_buffer_wrap(struct sdc_backend *be, void *base, size_t size, sdc_buffer_usage usage,
+                           sdc_buffer **out);
 void sdc_buffer_free(sdc_buffer *b);
 const char *sdc_buffer_usage_name(sdc_buffer_usage u);
 /* True when the host may dereference the buffer's memory (host memory, or a backend whose

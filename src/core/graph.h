@@ -57,9 +57,9 @@ void sdc_graph_bind_buffer(sdc_graph *g, struct sdc_buffer *buf, size_t offset);
 /* Which backend allocated the graph's memory and when: a backend's compute reuses that
  * allocation (inputs already written) while `generation` is still its current one. */
 typedef struct sdc_graph_binding {
-    const void *owner;   /* the backend, NULL: not allocated */
+    const void *owner; /* the backend, NULL: not allocated */
     unsigned long generation;
-    size_t work_offset;  /* per-node work area in the owner's scratch */
+    size_t work_offset; /* per-node work area in the owner's scratch */
     size_t work_bytes;
 } sdc_graph_binding;
 sdc_graph_binding *sdc_graph_get_binding(sdc_graph *g);

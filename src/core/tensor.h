@@ -1,6 +1,7 @@
 /* Tensors: a type, a shape ne[] (innermost first), byte strides nb[], a data pointer and
- * the buffer that pointer lies in (so its device). Views and permutes are stride changes. A tensor is also a graph node: `op` and `src`
- * say how to compute it (SDC_OP_NONE for weights and inputs). */
+ * the buffer that pointer lies in (so its device). Views and permutes are stride changes.
+ * A tensor is also a graph node: `op` and `src` say how to compute it (SDC_OP_NONE for
+ * weights and inputs). */
 #ifndef SDC_CORE_TENSOR_H
 #define SDC_CORE_TENSOR_H
 

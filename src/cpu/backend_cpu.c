@@ -23,7 +23,7 @@ typedef struct op_profile {
 typedef struct cpu_backend {
     op_profile *profile; /* NULL unless SDC_PROFILE=1 */
     sdc_threadpool *pool;
-    sdc_buffer *scratch; /* planned inputs, intermediates and the per-node work area */
+    sdc_buffer *scratch;      /* planned inputs, intermediates and the per-node work area */
     unsigned long generation; /* bumped by every graph allocation into scratch */
     sdc_plan_stats last_plan;
 } cpu_backend;
@@ -83,8 +83,7 @@ static sdc_status cpu_copy(sdc_backend *b, void *dst, const void *src, size_t si
     return SDC_OK;
 }
 
-static bool cpu_supports(const sdc_backend *b, const sdc_tensor *node, char *why,
-                         size_t why_size) {
+static bool cpu_supports(const sdc_backend *b, const sdc_tensor *node, char *why, size_t why_size) {
     (void)b;
     const char *reason = NULL;
     bool ok = node->op == SDC_OP_NONE || node->op == SDC_OP_VIEW || sdc_cpu_kernel_for(node->op);
@@ -101,7 +100,8 @@ static void node_types(const sdc_tensor *t, char *buf, size_t size) {
     int n = snprintf(buf, size, "dst %s", sdc_type_name(t->type));
     for (int i = 0; i < SDC_MAX_SRC && n >= 0 && (size_t)n < size; i++)
         if (t->src[i])
-            n += snprintf(buf + n, size - (size_t)n, ", src%d %s", i, sdc_type_name(t->src[i]->type));
+            n += snprintf(buf + n, size - (size_t)n, ", src%d %s", i,
+                          sdc_type_name(t->src[i]->type));
 }
 
 typedef struct work_ctx {
@@ -194,8 +194,10 @@ static sdc_status cpu_graph_alloc(sdc_backend *b, sdc_graph *g) {
     }
     c->last_plan = st;
     sdc_graph_bind_buffer(g, c->scratch, 0);
-    *sdc_graph_get_binding(g) = (sdc_graph_binding){
-        .owner = c, .generation = ++c->generation, .work_offset = work_off, .work_bytes = st.work_bytes};
+    *sdc_graph_get_binding(g) = (sdc_graph_binding){.owner = c,
+                                                    .generation = ++c->generation,
+                                                    .work_offset = work_off,
+                                                    .work_bytes = st.work_bytes};
     return SDC_OK;
 }
 

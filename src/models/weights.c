@@ -1,6 +1,9 @@
 #include "models/weights.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "core/buffer.h"
 
 sdc_tensor *sdc_weight_find(const sdc_weight_source *ws, const char *prefix, const char *name) {
     char full[512];
@@ -41,8 +44,15 @@ sdc_status sdc_weight_to_f32(const sdc_tensor *w, float *dst) {
                         w->name, sdc_type_name(w->type));
     if (!sdc_tensor_is_contiguous(w))
         return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s' is not contiguous", w->name);
+    if (sdc_tensor_nelements(w) == 0) return SDC_OK;
+    /* the weight itself where it is host memory, else a copy through its backend */
+    const void *p;
+    void *tmp;
+    sdc_status s = sdc_tensor_map_read(w, &p, &tmp);
+    if (s != SDC_OK) return s;
     int64_t rows = sdc_tensor_nrows(w);
     for (int64_t r = 0; r < rows; r++)
-        tr->to_float((const char *)w->data + (size_t)r * w->nb[1], dst + r * w->ne[0], w->ne[0]);
+        tr->to_float((const char *)p + (size_t)r * w->nb[1], dst + r * w->ne[0], w->ne[0]);
+    free(tmp);
     return SDC_OK;
 }

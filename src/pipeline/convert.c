@@ -14,6 +14,7 @@
 
 #include "core/log.h"
 #include "io/gguf.h"
+#include "core/buffer.h"
 #include "io/model_loader.h"
 #include "io/safetensors_writer.h"
 #include "pipeline/imatrix.h"
@@ -113,13 +114,13 @@ static bool quantised_needs_importance(sdc_type t) {
 /* ---- conversion on load ---- */
 
 struct sdc_converted_weights {
-    void **data;
+    sdc_buffer **data; /* one host weights buffer per converted tensor */
     int n;
 };
 
 void sdc_converted_weights_free(sdc_converted_weights *c) {
     if (!c) return;
-    for (int i = 0; i < c->n; i++) free(c->data[i]);
+    for (int i = 0; i < c->n; i++) sdc_buffer_free(c->data[i]);
     free(c->data);
     free(c);
 }
@@ -152,24 +153,26 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         sdc_type to = sdc_quant_pick_type(rules, t->name, nd, t->ne, t->type, type);
         if (to == t->type) continue;
         size_t bytes = sdc_type_row_bytes(to, t->ne[0]) * (size_t)sdc_tensor_nrows(t);
-        void *d = malloc(bytes ? bytes : 1);
-        if (!d) {
+        sdc_buffer *buf;
+        if (sdc_buffer_alloc(NULL, bytes, SDC_BUFFER_WEIGHTS, &buf) != SDC_OK) {
             s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory converting '%s'", t->name);
             break;
         }
+        void *d = buf->base;
         float *imp =
             quantised_needs_importance(to) ? sdc_convert_importance(im, t->name, t->ne[0]) : NULL;
         with_imatrix += imp != NULL;
         s = sdc_convert_tensor_data(t, to, d, imp, pool);
         free(imp);
         if (s != SDC_OK) {
-            free(d);
+            sdc_buffer_free(buf);
             break;
         }
-        c->data[c->n++] = d;
+        c->data[c->n++] = buf;
         sdc_loader_release_tensor_pages(l, t); /* the source is read: drop its pages */
         t->type = to;
         t->data = d;
+        t->buffer = buf;
         sdc_tensor_set_contiguous_strides(t);
         converted++;
     }
