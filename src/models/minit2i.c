@@ -96,55 +96,18 @@ static sdc_tensor *as_f32(loader *ld, sdc_tensor *w) {
         ld->s = sdc_fail(SDC_ERR_INTERNAL, "minit2i: too many converted weights");
         return NULL;
     }
-    sdc_tensor *t = &m->owned[m->n_owned++];
-    *t = *w;
-    t->type = SDC_TYPE_F32;
-    t->data = NULL;
-    t->buffer = NULL; /* not w's: only a buffer made here is freed with the model */
-    sdc_tensor_set_contiguous_strides(t);
-    sdc_buffer *buf;
-    ld->s = sdc_buffer_alloc(NULL, sdc_tensor_nbytes(t), SDC_BUFFER_WEIGHTS, &buf);
+    sdc_tensor *t = &m->owned[m->n_owned];
+    ld->s = sdc_weight_convert_copy(w, SDC_TYPE_F32, NULL, NULL, t);
     if (ld->s != SDC_OK) return NULL;
-    if ((ld->s = sdc_buffer_place(buf, t, 0)) != SDC_OK) {
-        sdc_buffer_free(buf);
-        return NULL;
-    }
-    ld->s = sdc_weight_to_f32(w, t->data);
+    m->n_owned++; /* freed with the model */
     return t;
 }
 
 /* A copy of w rounded to F16 with a new 2-D shape (row length k). */
 static void f16_matrix(loader *ld, sdc_tensor *w, int64_t k, int64_t n, sdc_tensor *out) {
     if (ld->s != SDC_OK) return;
-    int64_t cnt = sdc_tensor_nelements(w);
-    memset(out, 0, sizeof *out);
-    out->type = SDC_TYPE_F16;
-    out->ne[0] = k, out->ne[1] = n, out->ne[2] = 1, out->ne[3] = 1;
-    sdc_tensor_set_contiguous_strides(out);
-    out->flags = SDC_TENSOR_PARAM;
-    if (k * n != cnt) {
-        ld->s = sdc_fail(SDC_ERR_FORMAT, "minit2i: '%s' has %lld values, not %lldx%lld", w->name,
-                         (long long)cnt, (long long)k, (long long)n);
-        return;
-    }
-    float *tmp = malloc((size_t)cnt * sizeof(float));
-    sdc_buffer *buf = NULL;
-    if (!tmp) {
-        ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "minit2i: out of memory");
-        return;
-    }
-    ld->s = sdc_buffer_alloc(NULL, sdc_tensor_nbytes(out), SDC_BUFFER_WEIGHTS, &buf);
-    if (ld->s == SDC_OK && (ld->s = sdc_buffer_place(buf, out, 0)) != SDC_OK) {
-        sdc_buffer_free(buf);
-        out->buffer = NULL;
-    }
-    if (ld->s == SDC_OK) ld->s = sdc_weight_to_f32(w, tmp);
-    if (ld->s == SDC_OK) {
-        sdc_fp16 *h = out->data;
-        for (int64_t i = 0; i < cnt; i++) h[i] = sdc_f32_to_fp16(tmp[i]);
-    }
-    free(tmp);
-    snprintf(out->name, sizeof out->name, "%s", w->name);
+    int64_t ne[4] = {k, n, 1, 1};
+    ld->s = sdc_weight_convert_copy(w, SDC_TYPE_F16, ne, NULL, out);
 }
 
 static void load_swiglu(loader *ld, swiglu *s, const char *base, int hidden, int mlp) {

@@ -44,21 +44,12 @@ static sdc_status f32_norm_weight(sdc_t5 *m, sdc_tensor *w, sdc_tensor **out) {
         *out = w;
         return SDC_OK;
     }
-    sdc_tensor *t = &m->owned[m->n_owned++];
-    *t = *w;
-    t->type = SDC_TYPE_F32;
-    t->data = NULL;
-    t->buffer = NULL; /* not w's: only a buffer made here is freed with the model */
-    sdc_tensor_set_contiguous_strides(t);
-    sdc_buffer *buf;
-    sdc_status s = sdc_buffer_alloc(NULL, sdc_tensor_nbytes(t), SDC_BUFFER_WEIGHTS, &buf);
+    sdc_tensor *t = &m->owned[m->n_owned];
+    sdc_status s = sdc_weight_convert_copy(w, SDC_TYPE_F32, NULL, NULL, t);
     if (s != SDC_OK) return s;
-    if ((s = sdc_buffer_place(buf, t, 0)) != SDC_OK) {
-        sdc_buffer_free(buf);
-        return s;
-    }
+    m->n_owned++; /* freed with the model */
     *out = t;
-    return sdc_weight_to_f32(w, t->data);
+    return SDC_OK;
 }
 
 sdc_status sdc_t5_load(const sdc_weight_source *ws, const char *prefix, sdc_t5 **out) {
