@@ -17,8 +17,9 @@ sdc_status sdc_backend_graph_alloc(sdc_backend *b, sdc_graph *g) {
     return b->iface->graph_alloc(b, g);
 }
 
-/* Where t's bytes may be accessed from b: 1 = host memory (plain copy), 0 = b's own
- * buffer (the backend copies), else an error already reported. */
+/* Checks a set/get of t's bytes [offset, offset+size) from backend b. *host: the bytes are
+ * host memory (copied here); else they lie in b's own buffer (b copies). A tensor in
+ * another device's buffer is an error. */
 static sdc_status check_io(const sdc_backend *b, const sdc_tensor *t, size_t offset, size_t size,
                            const char *what, bool *host) {
     if (!t) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: no tensor", what);

@@ -21,8 +21,6 @@ typedef struct sdc_backend_iface {
     /* device memory for weights or scratch */
     sdc_status (*alloc)(sdc_backend *b, size_t size, void **ptr);
     void (*release)(sdc_backend *b, void *ptr);
-    sdc_status (*copy_in)(sdc_backend *b, void *dst, const void *src, size_t size);
-    sdc_status (*copy_out)(sdc_backend *b, void *dst, const void *src, size_t size);
     /* true if the node's op and its source/destination types have a kernel; else false
      * with a reason in why (may be NULL) */
     bool (*supports_op)(const sdc_backend *b, const sdc_tensor *node, char *why, size_t why_size);

@@ -78,11 +78,6 @@ static void cpu_release(sdc_backend *b, void *ptr) {
     free(ptr);
 }
 
-static sdc_status cpu_copy(sdc_backend *b, void *dst, const void *src, size_t size) {
-    memcpy(dst, src, size);
-    return SDC_OK;
-}
-
 static bool cpu_supports(const sdc_backend *b, const sdc_tensor *node, char *why, size_t why_size) {
     (void)b;
     const char *reason = NULL;
@@ -261,8 +256,6 @@ static const sdc_backend_iface g_cpu_iface = {
     .free = cpu_free,
     .alloc = cpu_alloc,
     .release = cpu_release,
-    .copy_in = cpu_copy,
-    .copy_out = cpu_copy,
     .supports_op = cpu_supports,
     .compute = cpu_compute,
     .memory = cpu_memory,
