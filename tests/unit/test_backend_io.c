@@ -9,6 +9,7 @@
 #include "core/ops.h"
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
+#include "pipeline/imatrix.h"
 #include "test_util.h"
 
 static bool contains(const char *s, const char *sub) {
@@ -237,6 +238,52 @@ static void test_device_tensor(sdc_backend *cpu0, sdc_backend *cpu1) {
     sdc_buffer_free(buf);
 }
 
+/* The imatrix eval callback reads a matmul's activations where they live: through the
+ * fake device's backend, never by dereferencing device memory. */
+static void test_imatrix_reads_device(void) {
+    enum { K = 6, R = 3 };
+    fake_dev dev = {0};
+    sdc_backend fake = {&g_fake_iface, &dev};
+    sdc_buffer *buf;
+    CHECK(sdc_buffer_alloc(&fake, 4096, SDC_BUFFER_SCRATCH, &buf) == SDC_OK, "fake alloc");
+    sdc_tensor w = {.type = SDC_TYPE_F32, .ne = {K, 2, 1, 1}, .flags = SDC_TENSOR_PARAM};
+    sdc_tensor x = {.type = SDC_TYPE_F32, .ne = {K, R, 1, 1}};
+    sdc_tensor y = {.type = SDC_TYPE_F32, .ne = {2, R, 1, 1}, .op = SDC_OP_MATMUL};
+    sdc_tensor_set_contiguous_strides(&w);
+    sdc_tensor_set_contiguous_strides(&x);
+    sdc_tensor_set_contiguous_strides(&y);
+    snprintf(w.name, sizeof w.name, "model.blk.w");
+    y.src[0] = &w, y.src[1] = &x;
+    float wd[2 * K] = {0};
+    w.data = wd;
+    float xv[K * R];
+    unsigned long long seed = 5;
+    for (int i = 0; i < K * R; i++) xv[i] = t_randf(&seed) * 3.0f;
+    CHECK(sdc_buffer_place(buf, &x, 256) == SDC_OK, "x on the device");
+    CHECK(sdc_backend_tensor_set(&fake, &x, xv, 0, sizeof xv) == SDC_OK, "x written");
+    sdc_imatrix *im = NULL;
+    CHECK(sdc_imatrix_create(&im) == SDC_OK, "imatrix");
+    bool want = sdc_imatrix_eval_cb(&y, true, im);
+    int gets = dev.gets;
+    bool go_on = want && sdc_imatrix_eval_cb(&y, false, im);
+    CHECK(want && go_on && dev.gets == gets + 1, "observed once, x read through the device (%d)",
+          dev.gets - gets);
+    float vals[K];
+    int e = sdc_imatrix_find(im, "model.blk.w");
+    CHECK(e >= 0 && sdc_imatrix_values(im, e, vals), "entry collected");
+    double err = 0;
+    for (int j = 0; j < K && e >= 0; j++) {
+        double ref = 0;
+        for (int r = 0; r < R; r++) ref += (double)xv[r * K + j] * xv[r * K + j];
+        ref /= R; /* mean of x^2 per column, times one call */
+        err = fmax(err, fabs(vals[j] - ref) / ref);
+    }
+    CHECK(err < 1e-6, "imatrix values from device activations vs double: rel error %.3g", err);
+    printf("imatrix from a device tensor: %d columns, max rel error %.3g\n", K, err);
+    sdc_imatrix_free(im);
+    sdc_buffer_free(buf);
+}
+
 /* Loader weights belong to host buffers: used in place (host-mapped image) or converted
  * (weights); conversions on load move a tensor into a weights buffer of its own. */
 static void test_loader_buffers(void) {
@@ -343,6 +390,7 @@ int main(void) {
     test_set_get_offsets(cpu0);
     test_zero_copy(cpu0);
     test_device_tensor(cpu0, cpu1);
+    test_imatrix_reads_device();
     test_loader_buffers();
     test_supports_types(cpu0);
     sdc_backend_free(cpu0);
