@@ -55,12 +55,12 @@ SDC_API sdc_status sdc_set_cpu_devices(int n);
 /* ---- enumerations (names as sd.cpp spells them) ---- */
 /* Model families of the registry, implemented or not. */
 SDC_API int sdc_family_count(void);
-SDC_API const char *sdc_family_name(int index);      /* "MiniT2I", "SDXL", ... */
+SDC_API const char *sdc_family_name(int index); /* "MiniT2I", "SDXL", ... */
 SDC_API bool sdc_family_implemented(int index);
 SDC_API int sdc_sampler_count(void);
-SDC_API const char *sdc_sampler_name(int index);     /* "euler", "euler_a", ... */
+SDC_API const char *sdc_sampler_name(int index); /* "euler", "euler_a", ... */
 SDC_API int sdc_scheduler_count(void);
-SDC_API const char *sdc_scheduler_name(int index);   /* "discrete", "karras", ... */
+SDC_API const char *sdc_scheduler_name(int index); /* "discrete", "karras", ... */
 /* Weight types that can be stored and converted to: name and ggml type id. */
 SDC_API int sdc_weight_type_count(void);
 SDC_API const char *sdc_weight_type_name(int index); /* "f32", "q8_0", ... */
@@ -110,14 +110,14 @@ typedef struct sdc_context_params {
     /* importances used when weights are quantised on load (--imat-in), NULL = none */
     const struct sdc_imatrix *imatrix;
     /* further components, by role (NULL = none; sd.cpp's flag in brackets) */
-    const char *clip_l_path;      /* --clip_l */
-    const char *clip_g_path;      /* --clip_g */
-    const char *clip_vision_path; /* --clip_vision */
-    const char *llm_path;         /* --llm (Qwen-Image, Z-Image, ...) */
-    const char *llm_vision_path;  /* --llm_vision */
-    const char *vae_path;         /* --vae */
-    const char *taesd_path;       /* --taesd */
-    const char *control_net_path; /* --control-net */
+    const char *clip_l_path;        /* --clip_l */
+    const char *clip_g_path;        /* --clip_g */
+    const char *clip_vision_path;   /* --clip_vision */
+    const char *llm_path;           /* --llm (Qwen-Image, Z-Image, ...) */
+    const char *llm_vision_path;    /* --llm_vision */
+    const char *vae_path;           /* --vae */
+    const char *taesd_path;         /* --taesd */
+    const char *control_net_path;   /* --control-net */
     const char *upscale_model_path; /* --upscale-model (ESRGAN) */
     const char *lora_model_dir;     /* --lora-model-dir: <lora:name:w> in prompts */
     const char *embeddings_dir;     /* --embd-dir */
@@ -128,15 +128,18 @@ typedef struct sdc_context_params {
     const char *max_vram;       /* "DEV=GiB,...": memory budgets */
     bool clip_on_cpu, vae_on_cpu, offload_to_cpu; /* sd.cpp's shorthands */
     /* model options */
-    const char *prediction;   /* --prediction: eps, v, edm_v, sd3_flow, flux_flow, ... NULL=auto */
-    float flow_shift;         /* --flow-shift, NAN = the family's default */
-    bool vae_tiling;          /* --vae-tiling */
+    const char *prediction;    /* --prediction: eps, v, edm_v, sd3_flow, flux_flow, ... NULL=auto */
+    float flow_shift;          /* --flow-shift, NAN = the family's default */
+    bool vae_tiling;           /* --vae-tiling */
     bool diffusion_flash_attn; /* --diffusion-fa (a hint; our attention is always fused) */
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);
 SDC_API sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out);
 SDC_API void sdc_context_free(sdc_context *ctx);
+/* One line about what was loaded: "MiniT2I: dit.safetensors, t5.safetensors; weights f16 x 64,
+ * f32 x 21; te=cpu diffusion=cpu". Valid as long as the context. */
+SDC_API const char *sdc_context_describe(const sdc_context *ctx);
 /* Asks a running sdc_generate_image on ctx to stop (from any thread); it returns
  * SDC_ERR_CANCELLED within one sampling step. */
 SDC_API void sdc_cancel(sdc_context *ctx);
@@ -205,15 +208,17 @@ typedef enum sdc_image_format {
 SDC_API sdc_status sdc_image_decode(const void *data, size_t size, const char *label,
                                     sdc_image *out);
 SDC_API sdc_status sdc_image_load(const char *path, sdc_image *out);
-/* Encodes RGB (channels 3) to PNG (with a tEXt "parameters" chunk when parameters !=
- * NULL) or JPEG (quality 1..100, <= 0: 90; parameters in a COM... EXIF UserComment as
- * A1111 does). *out is malloc'd; free() it. */
+/* Encodes RGB (channels 3; PNG also 1 and 4) to PNG (with a tEXt "parameters" chunk when
+ * parameters != NULL) or JPEG (quality 1..100, <= 0: 90; parameters in an EXIF
+ * UserComment as A1111 writes it and a COM segment as sd.cpp does). *out is malloc'd;
+ * free() it. */
 SDC_API sdc_status sdc_image_encode(const sdc_image *img, sdc_image_format fmt, int quality,
                                     const char *parameters, void **out, size_t *out_size);
 /* Writes PNG or JPEG chosen by the extension (.jpg/.jpeg/.jpe = JPEG, else PNG). */
 SDC_API sdc_status sdc_image_save(const char *path, const sdc_image *img, const char *parameters,
                                   int quality);
-/* Resizes to w x h (bilinear, as sd-cli resizes -i images of another size). */
+/* Resizes to w x h as sd-cli resizes -i images of another size: a centred crop to the
+ * w:h aspect ratio, then a box (area-average) filter in linear light. */
 SDC_API sdc_status sdc_image_resize(const sdc_image *in, int w, int h, sdc_image *out);
 SDC_API void sdc_image_free(sdc_image *img); /* frees img->data, zeroes img */
 /* The generation parameters stored in a PNG (tEXt/iTXt "parameters") or JPEG (EXIF

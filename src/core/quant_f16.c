@@ -12,7 +12,7 @@ void sdc_f32_to_f16_row(const float *src, void *dst, int64_t n, const float *imp
 }
 
 void sdc_f16_to_f32_row(const void *src, float *dst, int64_t n) {
-    SDC_QUANT_DISPATCH_AVX2(sdc_f16_to_f32_row, src, dst, n);
+    SDC_QUANT_DISPATCH(f16_to_f32, src, dst, n);
     const sdc_fp16 *s = src;
     for (int64_t i = 0; i < n; i++) dst[i] = sdc_fp16_to_f32(s[i]);
 }
@@ -24,7 +24,7 @@ void sdc_f32_to_bf16_row(const float *src, void *dst, int64_t n, const float *im
 }
 
 void sdc_bf16_to_f32_row(const void *src, float *dst, int64_t n) {
-    SDC_QUANT_DISPATCH_AVX2(sdc_bf16_to_f32_row, src, dst, n);
+    SDC_QUANT_DISPATCH(bf16_to_f32, src, dst, n);
     const sdc_bf16 *s = src;
     for (int64_t i = 0; i < n; i++) dst[i] = sdc_bf16_to_f32(s[i]);
 }

@@ -377,7 +377,7 @@ void sdc_quant_q4_K(const float *src, void *dst, int64_t n, const float *importa
 }
 
 void sdc_dequant_q4_K(const void *src, float *dst, int64_t n) {
-    SDC_QUANT_DISPATCH_AVX2(sdc_dequant_q4_K, src, dst, n);
+    SDC_QUANT_DISPATCH(dequant_q4_K, src, dst, n);
     const sdc_block_q4_K *x = src;
     for (int64_t b = 0; b < n / QK_K; b++) {
         const float d = sdc_fp16_to_f32(x[b].d), dmin = sdc_fp16_to_f32(x[b].dmin);
@@ -481,7 +481,7 @@ void sdc_quant_q6_K(const float *src, void *dst, int64_t n, const float *importa
 }
 
 void sdc_dequant_q6_K(const void *src, float *dst, int64_t n) {
-    SDC_QUANT_DISPATCH_AVX2(sdc_dequant_q6_K, src, dst, n);
+    SDC_QUANT_DISPATCH(dequant_q6_K, src, dst, n);
     const sdc_block_q6_K *x = src;
     for (int64_t b = 0; b < n / QK_K; b++) {
         const float d = sdc_fp16_to_f32(x[b].d);

@@ -121,7 +121,7 @@ void sdc_quant_q4_0(const float *src, void *dst, int64_t n, const float *importa
 }
 
 void sdc_dequant_q4_0(const void *src, float *dst, int64_t n) {
-    SDC_QUANT_DISPATCH_AVX2(sdc_dequant_q4_0, src, dst, n);
+    SDC_QUANT_DISPATCH(dequant_q4_0, src, dst, n);
     const sdc_block_q4_0 *x = src;
     for (int64_t b = 0; b < n / QK; b++, dst += QK) {
         const float d = sdc_fp16_to_f32(x[b].d);
@@ -247,7 +247,7 @@ void sdc_quant_q8_0(const float *src, void *dst, int64_t n, const float *importa
 }
 
 void sdc_dequant_q8_0(const void *src, float *dst, int64_t n) {
-    SDC_QUANT_DISPATCH_AVX2(sdc_dequant_q8_0, src, dst, n);
+    SDC_QUANT_DISPATCH(dequant_q8_0, src, dst, n);
     const sdc_block_q8_0 *x = src;
     for (int64_t b = 0; b < n / QK; b++, dst += QK) {
         const float d = sdc_fp16_to_f32(x[b].d);

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "core/quant_search.h"
-#include "cpu/cpu_features.h"
+#include "core/quant_simd.h"
 
 #define MAX_GROUP 32 /* largest group any caller searches */
 
@@ -29,10 +29,10 @@ static void symmetric_fit(int n, int nmax, const float *x, const float *w, float
 }
 
 float sdc_qsearch_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L) {
-#if defined(SDC_HAVE_X86)
-    if (n <= MAX_GROUP && sdc_cpu_isa() >= SDC_ISA_AVX2)
-        return sdc_qsearch_symmetric_avx2(n, nmax, x, w, L);
-#endif
+    if (n <= MAX_GROUP) {
+        const sdc_quant_simd *simd = sdc_quant_simd_active();
+        if (simd && simd->search_symmetric) return simd->search_symmetric(n, nmax, x, w, L);
+    }
     float amax = 0, max = 0;
     for (int i = 0; i < n; i++) {
         float ax = fabsf(x[i]);
@@ -68,10 +68,11 @@ static inline float affine_error(float diff, bool use_mad) {
 
 float sdc_qsearch_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
                          float *neg_min, float rmin, float rdelta, int nstep, bool use_mad) {
-#if defined(SDC_HAVE_X86)
-    if (n <= MAX_GROUP && sdc_cpu_isa() >= SDC_ISA_AVX2)
-        return sdc_qsearch_affine_avx2(n, nmax, x, w, L, neg_min, rmin, rdelta, nstep, use_mad);
-#endif
+    if (n <= MAX_GROUP) {
+        const sdc_quant_simd *simd = sdc_quant_simd_active();
+        if (simd && simd->search_affine)
+            return simd->search_affine(n, nmax, x, w, L, neg_min, rmin, rdelta, nstep, use_mad);
+    }
     float min = x[0], max = x[0];
     float sum_w = w[0];
     float sum_x = sum_w * x[0];

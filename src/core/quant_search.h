@@ -1,4 +1,5 @@
-/* Shared pieces of the block quantisers (private to src/core/quant_*.c).
+/* Shared pieces of the block quantisers (private to src/core/quant_*.c and
+ * their SIMD variants in src/cpu/quant_*_avx2.c).
  *
  * Our quantised bytes must equal ggml's, so every float expression here keeps ggml's
  * order of operations and float (not double) precision, and must never be fused into
@@ -51,8 +52,6 @@ static inline float sdc_fp16_round(float v) {
  * around -nmax/max and keeps the one with the best weighted least-squares fit
  * (weights w, or x^2 when w is NULL). Writes L[i] = level + nmax; returns the scale. */
 float sdc_qsearch_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L);
-/* The same search with the grid steps side by side in AVX2 lanes (identical results). */
-float sdc_qsearch_symmetric_avx2(int n, int nmax, const float *x, const float *w, int8_t *L);
 
 /* Affine fit x ~ scale * L + min with L in 0..nmax and min <= 0: starts from the
  * min/max grid, then scans nstep+1 grid widths (rmin + rdelta*i levels wider) and solves
@@ -60,9 +59,6 @@ float sdc_qsearch_symmetric_avx2(int n, int nmax, const float *x, const float *w
  * (absolute if use_mad, else squared). Writes L; *neg_min = -min; returns the scale. */
 float sdc_qsearch_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
                          float *neg_min, float rmin, float rdelta, int nstep, bool use_mad);
-/* The same search, eight grid steps per AVX2 vector (identical results; n <= 32). */
-float sdc_qsearch_affine_avx2(int n, int nmax, const float *x, const float *w, uint8_t *L,
-                              float *neg_min, float rmin, float rdelta, int nstep, bool use_mad);
 
 /* Non-negative values (the sub-block scales and mins of k-quants) on levels 0..nmax:
  * 9 candidate scales, then up to 5 passes of per-element level refinement, all with

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SDC_ERR_MAX 1024
+#define SDC_ERR_MAX 8192
 
 static _Thread_local char g_error[SDC_ERR_MAX];
 

@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "cpu/cpu_features.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/quant_dispatch.h"
 
 #define SDC_CPU_ALIGN 64
 
@@ -267,6 +268,7 @@ static const sdc_backend_iface g_cpu_iface = {
 };
 
 sdc_backend *sdc_backend_cpu_create(int n_threads) {
+    sdc_cpu_quant_init();
     sdc_backend *b = calloc(1, sizeof *b);
     cpu_backend *c = calloc(1, sizeof *c);
     if (!b || !c) goto fail;

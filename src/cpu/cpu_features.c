@@ -1,4 +1,5 @@
 #include "cpu/cpu_features.h"
+#include "cpu/quant_dispatch.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ sdc_isa sdc_cpu_isa(void) {
 
 sdc_isa sdc_cpu_set_isa(sdc_isa cap) {
     atomic_store(&g_cap, (int)cap);
+    sdc_cpu_quant_init(); /* tests that pick a level get its quantisers too */
     return sdc_cpu_isa();
 }
 

@@ -1,4 +1,5 @@
-/* PNG output (sdc_save_png, with the A1111 "parameters" text) and input, via libpng.
+/* PNG output (sdc_save_png and the in-memory encoder, with the A1111 "parameters" text)
+ * and input, via libpng.
  * libpng reports errors by longjmp; each entry point catches them and turns the
  * message into an sdc_status with the file name. */
 #include <errno.h>
@@ -13,8 +14,6 @@
 
 /* A zTXt/iCCP chunk may not expand beyond this (defends against compression bombs). */
 #define PNG_CHUNK_MALLOC_MAX (4u << 20) /* ancillary chunks (text, ICC) are small */
-/* Files larger than this are not PNG images we would want to read. */
-#define PNG_FILE_MAX (1024L << 20)
 
 typedef struct png_err {
     char msg[256];
@@ -33,16 +32,15 @@ static void on_png_warning(png_structp png, png_const_charp msg) {
 
 /* ---- writing ---- */
 
-static sdc_status check_image(const char *path, const sdc_image *img) {
-    if (!path || !*path) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_save_png: empty path");
-    if (!img || !img->data) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: no image data", path);
+sdc_status sdc_image_check(const char *label, const sdc_image *img, bool allow_gray_alpha) {
+    if (!img || !img->data) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: no image data", label);
     if (img->width == 0 || img->height == 0 || img->width > SDC_PNG_MAX_SIDE ||
         img->height > SDC_PNG_MAX_SIDE)
-        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: image size %ux%u outside 1..%d", path, img->width,
-                        img->height, SDC_PNG_MAX_SIDE);
-    if (img->channels != 1 && img->channels != 3 && img->channels != 4)
-        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: %u channels (expected 1, 3 or 4)", path,
-                        img->channels);
+        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: image size %ux%u outside 1..%d per side", label,
+                        img->width, img->height, SDC_PNG_MAX_SIDE);
+    if (img->channels != 3 && !(allow_gray_alpha && (img->channels == 1 || img->channels == 4)))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: %u channels (expected %s)", label, img->channels,
+                        allow_gray_alpha ? "1, 3 or 4" : "3");
     return SDC_OK;
 }
 
@@ -52,11 +50,37 @@ static int color_type_of(uint32_t channels) {
                            : PNG_COLOR_TYPE_RGB_ALPHA;
 }
 
+typedef struct mem_sink {
+    uint8_t *data;
+    size_t size, cap;
+} mem_sink;
+
+static void sink_write(png_structp png, png_bytep bytes, size_t n) {
+    mem_sink *s = png_get_io_ptr(png);
+    if (n > s->cap - s->size) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap - s->size < n) {
+            if (cap > SIZE_MAX / 2) png_error(png, "encoded image too large");
+            cap *= 2;
+        }
+        uint8_t *grown = realloc(s->data, cap);
+        if (!grown) png_error(png, "out of memory");
+        s->data = grown;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->size, bytes, n);
+    s->size += n;
+}
+
+static void sink_flush(png_structp png) {
+    (void)png;
+}
+
 /* Everything libpng may longjmp out of; returns 0 on success. */
-static int write_png_stream(png_structp png, png_infop info, FILE *f, const sdc_image *img,
+static int write_png_stream(png_structp png, png_infop info, mem_sink *sink, const sdc_image *img,
                             const char *parameters) {
     if (setjmp(png_jmpbuf(png))) return -1;
-    png_init_io(png, f);
+    png_set_write_fn(png, sink, sink_write, sink_flush);
     png_set_IHDR(png, info, img->width, img->height, 8, color_type_of(img->channels),
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     if (parameters) {
@@ -76,12 +100,14 @@ static int write_png_stream(png_structp png, png_infop info, FILE *f, const sdc_
     return 0;
 }
 
-sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *parameters) {
-    sdc_status st = check_image(path, img);
+sdc_status sdc_png_encode(const sdc_image *img, const char *parameters, const char *label,
+                          uint8_t **out, size_t *out_size) {
+    if (!label) label = "<png>";
+    if (!out || !out_size) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: null output pointer", label);
+    *out = NULL;
+    *out_size = 0;
+    sdc_status st = sdc_image_check(label, img, true);
     if (st != SDC_OK) return st;
-
-    FILE *f = fopen(path, "wb");
-    if (!f) return sdc_fail(SDC_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
 
     png_err err = {{0}};
     png_structp png =
@@ -89,26 +115,43 @@ sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *para
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info) {
         png_destroy_write_struct(&png, &info);
-        fclose(f);
-        remove(path);
-        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: cannot create PNG writer", path);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: cannot create PNG writer", label);
     }
-    int rc = write_png_stream(png, info, f, img, parameters);
+    mem_sink sink = {NULL, 0, 0};
+    int rc = write_png_stream(png, info, &sink, img, parameters);
     png_destroy_write_struct(&png, &info);
-
-    /* a full disk often shows only at flush/close time */
-    int flush_failed = fflush(f) != 0 || ferror(f);
-    int close_failed = fclose(f) != 0;
     if (rc != 0) {
-        remove(path);
-        return sdc_fail(SDC_ERR_IO, "%s: cannot write PNG: %s", path, err.msg);
+        free(sink.data);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: cannot encode PNG: %s", label, err.msg);
     }
-    if (flush_failed || close_failed) {
-        int e = errno;
+    *out = sink.data;
+    *out_size = sink.size;
+    return SDC_OK;
+}
+
+sdc_status sdc_write_whole_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return sdc_fail(SDC_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    size_t put = fwrite(data, 1, size, f);
+    /* a full disk often shows only at flush/close time */
+    int failed = put != size || fflush(f) != 0 || ferror(f);
+    int e = errno;
+    if (fclose(f) != 0 && !failed) failed = 1, e = errno;
+    if (failed) {
         remove(path);
         return sdc_fail(SDC_ERR_IO, "%s: write failed: %s", path, strerror(e));
     }
     return SDC_OK;
+}
+
+sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *parameters) {
+    if (!path || !*path) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_save_png: empty path");
+    uint8_t *png = NULL;
+    size_t n = 0;
+    sdc_status st = sdc_png_encode(img, parameters, path, &png, &n);
+    if (st == SDC_OK) st = sdc_write_whole_file(path, png, n);
+    free(png);
+    return st;
 }
 
 /* ---- reading ---- */
@@ -229,11 +272,9 @@ sdc_status sdc_png_read_memory(const void *data, size_t size, const char *label,
     return SDC_OK;
 }
 
-sdc_status sdc_png_read(const char *path, uint8_t **rgb, int *w, int *h) {
-    if (!rgb || !w || !h) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: null output pointer");
-    *rgb = NULL;
-    *w = *h = 0;
-    if (!path || !*path) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: empty path");
+sdc_status sdc_read_whole_file(const char *path, size_t max_size, uint8_t **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     long n = -1;
@@ -242,9 +283,10 @@ sdc_status sdc_png_read(const char *path, uint8_t **rgb, int *w, int *h) {
         fclose(f);
         return sdc_fail(SDC_ERR_IO, "%s: cannot determine file size", path);
     }
-    if (n > PNG_FILE_MAX) {
+    if ((unsigned long)n > max_size) {
         fclose(f);
-        return sdc_fail(SDC_ERR_FORMAT, "%s: file too large for a PNG image (%ld bytes)", path, n);
+        return sdc_fail(SDC_ERR_FORMAT, "%s: file too large for an image (%ld bytes, limit %zu)",
+                        path, n, max_size);
     }
     uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
     if (!buf) {
@@ -258,7 +300,21 @@ sdc_status sdc_png_read(const char *path, uint8_t **rgb, int *w, int *h) {
         free(buf);
         return sdc_fail(SDC_ERR_IO, "%s: read failed", path);
     }
-    sdc_status st = sdc_png_read_memory(buf, got, path, rgb, w, h);
+    *data = buf;
+    *size = got;
+    return SDC_OK;
+}
+
+sdc_status sdc_png_read(const char *path, uint8_t **rgb, int *w, int *h) {
+    if (!rgb || !w || !h) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: null output pointer");
+    *rgb = NULL;
+    *w = *h = 0;
+    if (!path || !*path) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_png_read: empty path");
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    sdc_status st = sdc_read_whole_file(path, SDC_IMAGE_FILE_MAX, &buf, &n);
+    if (st != SDC_OK) return st;
+    st = sdc_png_read_memory(buf, n, path, rgb, w, h);
     free(buf);
     return st;
 }

@@ -260,14 +260,15 @@ static sdc_status collect_st(const sdc_st_file *st, const char *label, src_tenso
         s->st = t;
         s->data = t->data;
         s->nbytes = t->nbytes;
-        /* reversed shape; extra leading dims are allowed only when they are 1 */
+        /* reversed shape; dims beyond the fourth fold into ne[3] (a Conv3d weight
+         * [O, I, T, H, W] becomes ne = [W, H, T, O*I]), as sd.cpp holds them */
         int nd = t->ndim;
-        for (int d = 0; d + SDC_MAX_DIMS < nd; d++)
-            if (t->shape[d] != 1)
-                return sdc_fail(SDC_ERR_UNSUPPORTED,
-                                "%s: tensor '%s': %d dimensions, at most %d are supported", label,
-                                t->name, nd, SDC_MAX_DIMS);
         for (int d = 0; d < SDC_MAX_DIMS; d++) s->ne[d] = d < nd ? t->shape[nd - 1 - d] : 1;
+        for (int d = 0; d + SDC_MAX_DIMS < nd; d++) {
+            if (t->shape[d] != 0 && s->ne[3] > INT64_MAX / t->shape[d])
+                return sdc_fail(SDC_ERR_FORMAT, "%s: tensor '%s': shape too large", label, t->name);
+            s->ne[3] *= t->shape[d];
+        }
         s->n_dims = nd < SDC_MAX_DIMS ? nd : SDC_MAX_DIMS;
     }
     return SDC_OK;

@@ -1,8 +1,10 @@
-/* Context creation: open the model files into one name map, detect the architecture
- * from tensor names, load the text encoder and its tokenizer. */
+/* Context creation: open the component files into one name map (sd.cpp's internal
+ * prefixes), detect the family from tensor names and shapes, let the family load its
+ * modules, and create the backends the modules run on. */
 #include "pipeline/context.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +12,12 @@
 
 #include "core/log.h"
 #include "core/threadpool.h"
+#include "core/types.h"
+#include "cpu/quant_dispatch.h"
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
-#include "pipeline/tokenizer_source.h"
+#include "pipeline/registry.h"
+#include "placement/devices.h"
 #include "sampling/defaults.h"
 #include "sampling/samplers.h"
 #include "sampling/schedulers.h"
@@ -28,10 +33,6 @@ void sdc_context_params_init(sdc_context_params *p) {
     p->flow_shift = NAN;
 }
 
-static sdc_tensor *find_weight(void *user, const char *name) {
-    return sdc_loader_find((sdc_loader *)user, name);
-}
-
 static const char *base_name(const char *path) {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
@@ -42,71 +43,243 @@ static sdc_status add_file(sdc_context *ctx, const char *path, const char *prefi
     struct stat st;
     if (stat(path, &st) != 0) return sdc_fail(SDC_ERR_IO, "%s: no such file", path);
     sdc_status s = sdc_loader_add_file(ctx->weights, path, prefix);
-    if (s == SDC_OK) snprintf(name, name_size, "%s", base_name(path));
+    if (s == SDC_OK && name) snprintf(name, name_size, "%s", base_name(path));
     return s;
 }
 
-sdc_status sdc_context_create(const sdc_context_params *p, sdc_context **out) {
-    *out = NULL;
-    if (!p) return sdc_fail(SDC_ERR_INVALID_ARG, "context: NULL parameters");
-    if (!p->model_path && !p->diffusion_model_path)
+/* A caller built against an older sdc.h passes a shorter struct: copy what it has and
+ * leave the newer fields at their defaults. */
+static sdc_status copy_params(const sdc_context_params *in, sdc_context_params *out) {
+    sdc_context_params_init(out);
+    size_t n = in->struct_size;
+    if (n < offsetof(sdc_context_params, clip_l_path) || n > sizeof *out)
         return sdc_fail(SDC_ERR_INVALID_ARG,
-                        "no model given: pass -m (full checkpoint) or --diffusion-model");
-    sdc_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return sdc_fail(SDC_ERR_NO_MEMORY, "context: out of memory");
+                        "context parameters: struct_size %zu is not one this library knows "
+                        "(call sdc_context_params_init)",
+                        in->struct_size);
+    memcpy(out, in, n);
+    out->struct_size = sizeof *out;
+    return SDC_OK;
+}
+
+/* Files whose family does not use them would be silently ignored: refuse instead. */
+static sdc_status check_unused_components(const sdc_context_params *p, const char *family) {
+    const struct {
+        const char *path, *flag;
+    } parts[] = {
+        {p->clip_l_path, "--clip_l"},
+        {p->clip_g_path, "--clip_g"},
+        {p->clip_vision_path, "--clip_vision"},
+        {p->llm_path, "--llm"},
+        {p->llm_vision_path, "--llm_vision"},
+        {p->vae_path, "--vae"},
+        {p->taesd_path, "--taesd"},
+        {p->control_net_path, "--control-net"},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (parts[i].path)
+            return sdc_fail(SDC_ERR_UNSUPPORTED, "%s: %s does not use this component (%s)",
+                            parts[i].flag, family, parts[i].path);
+    if (p->upscale_model_path)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "--upscale-model: ESRGAN upscaling is not implemented yet");
+    return SDC_OK;
+}
+
+static sdc_status open_files(sdc_context *ctx, const sdc_context_params *p) {
     sdc_status s = sdc_loader_create(&ctx->weights);
-    if (s != SDC_OK) goto fail;
+    if (s != SDC_OK) return s;
     if (p->model_path &&
         (s = add_file(ctx, p->model_path, "", ctx->model_name, sizeof ctx->model_name)) != SDC_OK)
-        goto fail;
+        return s;
     if (p->diffusion_model_path &&
         (s = add_file(ctx, p->diffusion_model_path, PREFIX_DIT, ctx->diffusion_model_name,
                       sizeof ctx->diffusion_model_name)) != SDC_OK)
-        goto fail;
+        return s;
     ctx->t5_file = -1;
     if (p->t5xxl_path) {
         if ((s = add_file(ctx, p->t5xxl_path, PREFIX_T5, ctx->t5xxl_name,
                           sizeof ctx->t5xxl_name)) != SDC_OK)
-            goto fail;
+            return s;
         ctx->t5_file = sdc_loader_file_count(ctx->weights) - 1;
     }
+    return SDC_OK;
+}
+
+/* Which family the weights are (the registry: tensor names and shapes), refusing
+ * families this build cannot run and missing required components. */
+static sdc_status detect_family(sdc_context *ctx) {
+    char why[6144];
+    sdc_detect_info info;
+    const sdc_family_desc *d = sdc_registry_detect_loader(ctx->weights, &info, why, sizeof why);
+    if (!d) return sdc_registry_fail_unsupported(NULL, why);
+    ctx->family_desc = d;
+    ctx->family = d->family;
+    if (!d->implemented || !sdc_family_loader(d->family))
+        return sdc_registry_fail_unsupported(d, NULL);
+    const sdc_component_desc *missing = sdc_registry_missing_loader(d, ctx->weights);
+    if (missing) return sdc_registry_fail_missing(d, missing);
+    return SDC_OK;
+}
+
+/* "f16 x 64, f32 x 21" over the loaded tensors. */
+static void weight_types_line(const sdc_loader *l, char *buf, size_t size) {
+    int counts[64] = {0};
+    for (int i = 0; i < sdc_loader_tensor_count(l); i++) {
+        int t = (int)sdc_loader_tensor_at(l, i)->type;
+        if (t >= 0 && t < 64) counts[t]++;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < 64 && n < size; t++)
+        if (counts[t])
+            n += (size_t)snprintf(buf + n, size - n, "%s%s x %d", n ? ", " : "", sdc_type_name(t),
+                                  counts[t]);
+}
+
+static void log_loaded(sdc_context *ctx) {
+    char files[768] = "", types[256], place[256];
+    size_t n = 0;
+    for (int i = 0; i < sdc_loader_file_count(ctx->weights) && n < sizeof files; i++)
+        n += (size_t)snprintf(files + n, sizeof files - n, "%s%s", n ? ", " : "",
+                              base_name(sdc_loader_file_path(ctx->weights, i)));
+    weight_types_line(ctx->weights, types, sizeof types);
+    sdc_placement_describe(&ctx->placement, place, sizeof place);
+    snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s",
+             ctx->family_desc->name, files, types, place);
+    SDC_LOGI("loaded %s", ctx->description);
+    SDC_LOGI("%s", ctx->m.summary);
+}
+
+const char *sdc_context_describe(const sdc_context *ctx) {
+    return ctx ? ctx->description : "";
+}
+
+static int clamp_threads(int n) {
+    int cores = sdc_cpu_count();
+    if (n <= 0) return cores;
+    if (n > cores) {
+        SDC_LOGW("-t %d: this machine has %d CPUs; using %d threads", n, cores, cores);
+        return cores;
+    }
+    return n;
+}
+
+/* sd.cpp's internal prefixes of each module's weights. */
+static const char *const k_module_prefixes[SDC_MODULE_COUNT][4] = {
+    [SDC_MODULE_TE] = {"text_encoders.", "cond_stage_model.", "conditioner.", NULL},
+    [SDC_MODULE_DIFFUSION] = {"model.diffusion_model.", NULL},
+    [SDC_MODULE_VAE] = {"first_stage_model.", "vae.", "tae.", NULL},
+    [SDC_MODULE_CLIP_VISION] = {"clip_vision.", NULL},
+    [SDC_MODULE_CONTROL_NET] = {"control_model.", NULL},
+};
+
+bool sdc_module_owns_tensor(sdc_module m, const char *name) {
+    if ((int)m < 0 || m >= SDC_MODULE_COUNT) return false;
+    for (int i = 0; i < 4 && k_module_prefixes[m][i]; i++)
+        if (!strncmp(name, k_module_prefixes[m][i], strlen(k_module_prefixes[m][i]))) return true;
+    return false;
+}
+
+void sdc_context_end_phase(sdc_context *ctx, sdc_module m) {
+    sdc_params_location where = ctx->placement.module[m].params;
+    if (where == SDC_PARAMS_CPU) return; /* kept resident by request */
+    /* default: the text encoders run once per generation, their mapped pages go;
+     * the other modules keep theirs unless asked ("disk") */
+    if (where != SDC_PARAMS_DISK && m != SDC_MODULE_TE) return;
+    for (int i = 0; i < sdc_loader_tensor_count(ctx->weights); i++) {
+        sdc_tensor *t = sdc_loader_tensor_at(ctx->weights, i);
+        if (!sdc_module_owns_tensor(m, t->name)) continue;
+        if (!sdc_converted_weights_release(ctx->converted, t))
+            sdc_loader_release_tensor_pages(ctx->weights, t);
+    }
+}
+
+/* --type conversions of "disk" modules go to the spill file. */
+static bool tensor_on_disk(const char *name, void *user) {
+    const sdc_placement *pl = user;
+    for (int m = 0; m < SDC_MODULE_COUNT; m++)
+        if (pl->module[m].params == SDC_PARAMS_DISK && sdc_module_owns_tensor(m, name)) return true;
+    return false;
+}
+
+/* The backend of a device, created on first use; -t sets the threads of a lone device. */
+static sdc_status backend_for(sdc_context *ctx, int device, int n_threads, sdc_backend **out) {
+    const sdc_device *d = sdc_devices_get(device);
+    if (!d) return sdc_fail(SDC_ERR_INTERNAL, "placement: no device %d", device);
+    for (int i = 0; i < ctx->n_backends; i++)
+        if (ctx->backend_device[i] == device) {
+            *out = ctx->backends[i];
+            return SDC_OK;
+        }
+    if (ctx->n_backends == SDC_CTX_MAX_BACKENDS)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "placement: more than %d devices in use",
+                        SDC_CTX_MAX_BACKENDS);
+    sdc_backend *be = sdc_devices_count() == 1 && n_threads > 0
+                          ? sdc_device_create_backend_threads(d, n_threads)
+                          : sdc_device_create_backend(d);
+    if (!be) return sdc_fail(SDC_ERR_NO_MEMORY, "cannot create a backend on %s", d->name);
+    ctx->backend_device[ctx->n_backends] = device;
+    ctx->backends[ctx->n_backends++] = be;
+    *out = be;
+    return SDC_OK;
+}
+
+static sdc_status create_backends(sdc_context *ctx, int n_threads) {
+    const sdc_module mods[3] = {SDC_MODULE_TE, SDC_MODULE_DIFFUSION, SDC_MODULE_VAE};
+    sdc_stage_env *envs[3] = {&ctx->env_cond, &ctx->env_diffusion, &ctx->env_first_stage};
+    for (int i = 0; i < 3; i++) {
+        sdc_status s = backend_for(ctx, ctx->placement.module[mods[i]].device[0], n_threads,
+                                   &envs[i]->backend);
+        if (s != SDC_OK) return s;
+    }
+    sdc_context_sync_envs(ctx);
+    return SDC_OK;
+}
+
+void sdc_context_sync_envs(sdc_context *ctx) {
+    sdc_stage_env *envs[] = {&ctx->env_cond, &ctx->env_diffusion, &ctx->env_first_stage};
+    for (int i = 0; i < 3; i++) {
+        envs[i]->eval_cb = ctx->eval_cb;
+        envs[i]->eval_user = ctx->eval_user;
+    }
+}
+
+sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **out) {
+    if (!out) return sdc_fail(SDC_ERR_INVALID_ARG, "context: NULL output");
+    *out = NULL;
+    if (!params) return sdc_fail(SDC_ERR_INVALID_ARG, "context: NULL parameters");
+    sdc_cpu_quant_init(); /* weights are dequantised while loading, before the backend exists */
+    sdc_context_params p;
+    sdc_status s = copy_params(params, &p);
+    if (s != SDC_OK) return s;
+    if (!p.model_path && !p.diffusion_model_path)
+        return sdc_fail(SDC_ERR_INVALID_ARG,
+                        "no model given: pass -m (full checkpoint) or --diffusion-model");
+    sdc_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return sdc_fail(SDC_ERR_NO_MEMORY, "context: out of memory");
+    int threads_asked = p.n_threads;
+    ctx->n_threads = clamp_threads(p.n_threads);
+    p.n_threads = ctx->n_threads;
+    if (p.max_vram && *p.max_vram && (s = sdc_devices_apply_max_vram(p.max_vram)) != SDC_OK)
+        goto fail;
+    if ((s = sdc_placement_parse(&p, &ctx->placement)) != SDC_OK) goto fail;
+    ctx->flow_shift = p.flow_shift;
+    if ((s = open_files(ctx, &p)) != SDC_OK) goto fail;
+    if ((s = detect_family(ctx)) != SDC_OK) goto fail;
+    sdc_family_load_fn load = sdc_family_loader(ctx->family);
+    if ((s = check_unused_components(&p, ctx->family_desc->name)) != SDC_OK) goto fail;
+    sdc_convert_spill spill = {tensor_on_disk, &ctx->placement};
     /* --type / --tensor-type-rules: the loaded weights are converted into our own memory,
      * dropping each source tensor's file pages once read (release_pages only ever drops
      * file-mapped pages, never converted data) */
-    if ((s = sdc_convert_loaded_weights(ctx->weights, p->weight_type, p->tensor_type_rules,
-                                        p->imatrix, p->n_threads, &ctx->converted)) != SDC_OK)
+    if ((s = sdc_convert_loaded_weights(ctx->weights, p.weight_type, p.tensor_type_rules, p.imatrix,
+                                        p.n_threads, &spill, &ctx->converted)) != SDC_OK)
         goto fail;
-    ctx->ws.find = find_weight;
-    ctx->ws.user = ctx->weights;
-
-    if (!sdc_minit2i_detect(&ctx->ws, PREFIX_DIT)) {
-        s = sdc_fail(SDC_ERR_UNSUPPORTED,
-                     "unknown diffusion model: no MiniT2I tensors ('%smodel.net.img_embedder.*') "
-                     "found; this build supports MiniT2I",
-                     PREFIX_DIT);
-        goto fail;
-    }
-    if ((s = sdc_minit2i_load(&ctx->ws, PREFIX_DIT, &ctx->dit)) != SDC_OK) goto fail;
-    if (!p->t5xxl_path && !p->model_path) {
-        s = sdc_fail(SDC_ERR_INVALID_ARG, "MiniT2I needs its T5 text encoder: pass --t5xxl");
-        goto fail;
-    }
-    if ((s = sdc_t5_load(&ctx->ws, PREFIX_T5, &ctx->t5)) != SDC_OK) goto fail;
-    const char *tok_near = p->t5xxl_path ? p->t5xxl_path : p->model_path;
-    if ((s = sdc_load_t5_tokenizer(ctx->weights, tok_near, p->t5_tokenizer_path,
-                                   &ctx->tokenizer)) != SDC_OK)
-        goto fail;
-    ctx->n_threads = p->n_threads > 0 ? p->n_threads : sdc_cpu_count();
-    ctx->backend = sdc_backend_cpu_create(ctx->n_threads);
-    if (!ctx->backend) {
-        s = sdc_fail(SDC_ERR_NO_MEMORY, "cannot create the CPU backend");
-        goto fail;
-    }
-    const sdc_minit2i_config *c = sdc_minit2i_get_config(ctx->dit);
-    SDC_LOGI("minit2i: hidden %d, heads %d x %d, %d double blocks, %d text blocks, patch %d; "
-             "t5: %d layers, d_model %d",
-             c->hidden, c->heads, c->head_dim, c->n_double, c->n_preamble, c->patch,
-             sdc_t5_get_config(ctx->t5)->n_layers, sdc_t5_get_config(ctx->t5)->d_model);
+    sdc_family_load_args la = {.weights = ctx->weights, .params = &p, .t5_file = ctx->t5_file};
+    if ((s = load(&la, &ctx->m)) != SDC_OK) goto fail;
+    if ((s = create_backends(ctx, threads_asked > 0 ? ctx->n_threads : -1)) != SDC_OK) goto fail;
+    log_loaded(ctx);
     *out = ctx;
     return SDC_OK;
 fail:
@@ -116,10 +289,8 @@ fail:
 
 void sdc_context_free(sdc_context *ctx) {
     if (!ctx) return;
-    sdc_backend_free(ctx->backend);
-    sdc_minit2i_free(ctx->dit);
-    sdc_t5_free(ctx->t5);
-    sdc_tokenizer_free(ctx->tokenizer);
+    for (int i = 0; i < ctx->n_backends; i++) sdc_backend_free(ctx->backends[i]);
+    if (ctx->m.free_state) ctx->m.free_state(ctx->m.state);
     sdc_loader_free(ctx->weights);
     sdc_converted_weights_free(ctx->converted);
     free(ctx);
@@ -140,15 +311,16 @@ const char *sdc_context_t5xxl_name(const sdc_context *ctx) {
 }
 
 const char *sdc_context_sampler_name(const sdc_context *ctx, const sdc_generate_params *p) {
-    (void)ctx; /* MiniT2I is the only family so far */
     if (p && p->sampling_method && *p->sampling_method) return p->sampling_method;
-    return sdc_sample_method_name(sdc_default_sample_method(SDC_FAMILY_MINIT2I));
+    return sdc_sample_method_name(
+        sdc_default_sample_method(ctx ? ctx->family : SDC_FAMILY_MINIT2I));
 }
 
 const char *sdc_context_scheduler_name(const sdc_context *ctx, const sdc_generate_params *p) {
-    (void)ctx;
     if (p && p->scheduler && *p->scheduler) return p->scheduler;
-    sdc_sample_method m = sdc_default_sample_method(SDC_FAMILY_MINIT2I);
+    sdc_model_family f = ctx ? ctx->family : SDC_FAMILY_MINIT2I;
+    sdc_sample_method m = sdc_default_sample_method(f);
     if (p && p->sampling_method) sdc_sample_method_from_name(p->sampling_method, &m);
-    return sdc_sched_name(sdc_default_scheduler(SDC_FAMILY_MINIT2I, SDC_PRED_MINIT2I_FLOW, m));
+    sdc_prediction pred = ctx ? ctx->m.diffusion.prediction : SDC_PRED_MINIT2I_FLOW;
+    return sdc_sched_name(sdc_default_scheduler(f, pred, m));
 }

@@ -7,10 +7,12 @@ sdc_status sdc_context_collect_imatrix(sdc_context *ctx, sdc_imatrix *im) {
     if (!im) {
         ctx->eval_cb = NULL;
         ctx->eval_user = NULL;
+        sdc_context_sync_envs(ctx);
         return SDC_OK;
     }
     sdc_imatrix_set_loader(im, ctx->weights);
     ctx->eval_cb = sdc_imatrix_eval_cb;
     ctx->eval_user = im;
+    sdc_context_sync_envs(ctx);
     return SDC_OK;
 }

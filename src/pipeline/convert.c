@@ -5,6 +5,8 @@
  * each tensor's rows are quantised by all threads. */
 #include "pipeline/convert.h"
 
+#include "io/spill.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "cpu/quant_dispatch.h"
 #include "io/gguf.h"
 #include "core/buffer.h"
 #include "io/model_loader.h"
@@ -69,6 +72,7 @@ static void convert_rows(void *arg, int ith, int nth) {
 
 sdc_status sdc_convert_tensor_data(const sdc_tensor *w, sdc_type dst_type, void *dst,
                                    const float *importance, sdc_threadpool *pool) {
+    sdc_cpu_quant_init(); /* the SIMD quantisers (same bytes, faster) */
     const sdc_type_traits *src = sdc_type_get(w->type), *dt = sdc_type_get(dst_type);
     if (!src || !dt || (w->type != dst_type && (!src->to_float || !dt->from_float)))
         return sdc_fail(SDC_ERR_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", w->name,
@@ -114,19 +118,55 @@ static bool quantised_needs_importance(sdc_type t) {
 /* ---- conversion on load ---- */
 
 struct sdc_converted_weights {
-    sdc_buffer **data; /* one host weights buffer per converted tensor */
+    sdc_buffer **data; /* per converted tensor: its host weights buffer, or for a spilled one
+                        * a host-mapped buffer describing its part of the spill file */
     int n;
+    sdc_spill *spill; /* conversions of "disk" modules, NULL if none */
 };
 
 void sdc_converted_weights_free(sdc_converted_weights *c) {
     if (!c) return;
     for (int i = 0; i < c->n; i++) sdc_buffer_free(c->data[i]);
     free(c->data);
+    sdc_spill_free(c->spill);
     free(c);
+}
+
+bool sdc_converted_weights_release(sdc_converted_weights *c, const sdc_tensor *t) {
+    if (!c || !sdc_spill_contains(c->spill, t->data)) return false;
+    sdc_spill_release(c->spill, t->data, sdc_tensor_nbytes(t));
+    return true;
+}
+
+static size_t converted_bytes(const sdc_tensor *t, sdc_type to) {
+    return sdc_type_row_bytes(to, t->ne[0]) * (size_t)sdc_tensor_nrows(t);
+}
+
+static int tensor_dims(const sdc_tensor *t) {
+    int nd = 1;
+    for (int d = 1; d < SDC_MAX_DIMS; d++)
+        if (t->ne[d] > 1) nd = d + 1;
+    return nd;
+}
+
+/* The spill file for every conversion that `to_spill` sends to disk. */
+static sdc_status make_spill(sdc_loader *l, const sdc_quant_rules *rules, int type,
+                             const sdc_convert_spill *sp, sdc_spill **out) {
+    *out = NULL;
+    if (!sp || !sp->to_spill) return SDC_OK;
+    size_t total = 0;
+    for (int i = 0; i < sdc_loader_tensor_count(l); i++) {
+        sdc_tensor *t = sdc_loader_tensor_at(l, i);
+        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
+        if (to != t->type && sp->to_spill(t->name, sp->user))
+            total += (converted_bytes(t, to) + 63) & ~(size_t)63;
+    }
+    return total ? sdc_spill_create(total, out) : SDC_OK;
 }
 
 sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules_spec,
                                       const sdc_imatrix *im, int n_threads,
+                                      const sdc_convert_spill *spill,
                                       sdc_converted_weights **owned) {
     *owned = NULL;
     if (type < 0 && (!rules_spec || !*rules_spec)) return SDC_OK;
@@ -144,31 +184,42 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory");
         goto done;
     }
-    int converted = 0, with_imatrix = 0;
+    if ((s = make_spill(l, rules, type, spill, &c->spill)) != SDC_OK) goto done;
+    int converted = 0, with_imatrix = 0, spilled = 0;
     for (int i = 0; i < n && s == SDC_OK; i++) {
         sdc_tensor *t = sdc_loader_tensor_at(l, i);
-        int nd = 1;
-        for (int d = 1; d < SDC_MAX_DIMS; d++)
-            if (t->ne[d] > 1) nd = d + 1;
-        sdc_type to = sdc_quant_pick_type(rules, t->name, nd, t->ne, t->type, type);
+        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
         if (to == t->type) continue;
-        size_t bytes = sdc_type_row_bytes(to, t->ne[0]) * (size_t)sdc_tensor_nrows(t);
-        sdc_buffer *buf;
-        if (sdc_buffer_alloc(NULL, bytes, SDC_BUFFER_WEIGHTS, &buf) != SDC_OK) {
+        size_t bytes = converted_bytes(t, to);
+        bool to_disk = c->spill && spill->to_spill(t->name, spill->user);
+        sdc_buffer *buf = NULL;
+        void *d = NULL;
+        if (to_disk) {
+            /* the spill owns its file mapping: the buffer only describes this tensor's part */
+            d = sdc_spill_alloc(c->spill, bytes);
+            if (d && sdc_buffer_wrap(NULL, d, bytes, SDC_BUFFER_HOST_MAPPED, &buf) != SDC_OK)
+                d = NULL;
+        } else if (sdc_buffer_alloc(NULL, bytes, SDC_BUFFER_WEIGHTS, &buf) == SDC_OK) {
+            d = buf->base;
+        }
+        if (!d) {
             s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory converting '%s'", t->name);
             break;
         }
-        void *d = buf->base;
         float *imp =
             quantised_needs_importance(to) ? sdc_convert_importance(im, t->name, t->ne[0]) : NULL;
         with_imatrix += imp != NULL;
         s = sdc_convert_tensor_data(t, to, d, imp, pool);
         free(imp);
         if (s != SDC_OK) {
-            sdc_buffer_free(buf);
+            sdc_buffer_free(buf); /* a spill wrapper: only the description */
             break;
         }
         c->data[c->n++] = buf;
+        if (to_disk) {
+            spilled++;
+            sdc_spill_release(c->spill, d, bytes); /* written: not needed until its phase */
+        }
         sdc_loader_release_tensor_pages(l, t); /* the source is read: drop its pages */
         t->type = to;
         t->data = d;
@@ -177,8 +228,8 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         converted++;
     }
     if (s == SDC_OK)
-        SDC_LOGI("converted %d of %d weights on load (%d with importances)", converted, n,
-                 with_imatrix);
+        SDC_LOGI("converted %d of %d weights on load (%d with importances, %d kept on disk)",
+                 converted, n, with_imatrix, spilled);
 done:
     sdc_threadpool_free(pool);
     sdc_quant_rules_free(rules);

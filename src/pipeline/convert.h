@@ -23,9 +23,18 @@ float *sdc_convert_importance(const sdc_imatrix *im, const char *name, int64_t n
  * differs from the stored one, in place (the tensor's type, strides and data change;
  * the new data is owned by *owned: free with sdc_converted_weights_free). */
 typedef struct sdc_converted_weights sdc_converted_weights;
+/* Which conversions go to a spill file instead of memory (params "disk"). */
+typedef struct sdc_convert_spill {
+    bool (*to_spill)(const char *name, void *user);
+    void *user;
+} sdc_convert_spill;
 sdc_status sdc_convert_loaded_weights(struct sdc_loader *l, int type, const char *rules,
                                       const sdc_imatrix *im, int n_threads,
+                                      const sdc_convert_spill *spill,
                                       sdc_converted_weights **owned);
 void sdc_converted_weights_free(sdc_converted_weights *c);
+/* Drops t's resident pages when its conversion lives in the spill file (true), else
+ * does nothing (false). */
+bool sdc_converted_weights_release(sdc_converted_weights *c, const sdc_tensor *t);
 
 #endif

@@ -2,10 +2,10 @@
 #include "sampling/defaults.h"
 
 static const char *const family_names[SDC_FAMILY_COUNT] = {
-    "sd1",           "sd2",         "sdxl",    "svd",        "sd3",     "flux",
-    "flux2",         "ltxav",       "wan",     "qwen_image", "z_image", "hidream_o1",
-    "anima",         "ernie_image", "pid",     "ideogram4",  "boogu",   "mage_flow",
-    "hunyuan_video", "minimax_h3",  "longcat", "lens",       "krea2",   "minit2i",
+    "sd1",   "sd2",       "sdxl",       "svd",        "sd3",           "flux",       "flux2",
+    "ltxav", "wan",       "qwen_image", "z_image",    "hidream_o1",    "anima",      "ernie_image",
+    "pid",   "ideogram4", "boogu",      "mage_flow",  "hunyuan_video", "minimax_h3", "longcat",
+    "lens",  "krea2",     "minit2i",    "sefi_image", "lingbot_video",
 };
 
 const char *sdc_model_family_name(sdc_model_family f) {

@@ -32,6 +32,8 @@ typedef enum sdc_model_family {
     SDC_FAMILY_LENS,
     SDC_FAMILY_KREA2,
     SDC_FAMILY_MINIT2I,
+    SDC_FAMILY_SEFI_IMAGE, /* sd.cpp's own dual-time flow (SEFI_FLOW_PRED) is not here yet */
+    SDC_FAMILY_LINGBOT_VIDEO,
     SDC_FAMILY_COUNT
 } sdc_model_family;
 

@@ -197,7 +197,7 @@ void sdc_denoiser_noise_scaling(const sdc_denoiser *d, float sigma, const float 
     for (int64_t i = 0; i < n; i++) {
         float l = latent ? latent[i] : 0.0f;
         if (d->pred == SDC_PRED_MINIT2I_FLOW)
-            out[i] = noise[i] * 2.0f;
+            out[i] = latent ? (1.0f - sigma) * l + sigma * (noise[i] * 2.0f) : noise[i] * 2.0f;
         else if (sdc_denoiser_is_flow(d))
             out[i] = l * (1.0f - sigma) + noise[i] * sigma;
         else

@@ -49,7 +49,9 @@ float sdc_denoiser_t_to_sigma(const sdc_denoiser *d, float t);
 void sdc_denoiser_scalings(const sdc_denoiser *d, float sigma, float *c_skip, float *c_out,
                            float *c_in);
 /* x_T for sampling: out = latent + sigma*noise (CompVis), (1-sigma)*latent + sigma*noise
- * (flows), 2*noise (MiniT2I). latent may be NULL (zeros). out may alias either input. */
+ * (flows), 2*noise (MiniT2I; with a latent (1-sigma)*latent + sigma*2*noise, our img2img:
+ * sd.cpp ignores the init image there). latent may be NULL (zeros). out may alias either
+ * input. */
 void sdc_denoiser_noise_scaling(const sdc_denoiser *d, float sigma, const float *noise,
                                 const float *latent, float *out, int64_t n);
 /* Undoes the flow scaling of the final latent (latent / (1-sigma)); identity otherwise. */

@@ -101,6 +101,10 @@ sdc_status sdc_tokenizer_encode(const sdc_tokenizer *tok, const char *text, size
  * and 0 on pads; *n_real (may be NULL) the number of real tokens. */
 sdc_status sdc_tokenizer_encode_t5(const sdc_tokenizer *tok, const char *text, int32_t max_length,
                                    int32_t *ids, float *mask, int32_t *n_real);
+/* The same, also counting the prompt's tokens that did not fit (n_dropped may be NULL). */
+sdc_status sdc_tokenizer_encode_t5_ex(const sdc_tokenizer *tok, const char *text,
+                                      int32_t max_length, int32_t *ids, float *mask,
+                                      int32_t *n_real, int32_t *n_dropped);
 
 /* Finds the tokenizer for a T5 weights file. With override_path set, that file must exist.
  * Otherwise looks for tokenizer.json, then spiece.model, in the weights' folder, its

@@ -17,6 +17,11 @@ fail=0
 expect_error() {
     local what=$1 needle=$2
     shift 2
+    if [[ -z $needle ]]; then # an empty needle would accept any message
+        fail=$((fail + 1))
+        echo "FAIL $what: test has no expected message"
+        return
+    fi
     "$SDC" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
     local rc=$? lines msg
     lines=$(wc -l <"$TMP/err")
@@ -83,7 +88,7 @@ expect_error "model is a directory" "is a directory" -m "$TMP"
 touch "$TMP/plainfile"
 expect_error "output under a file" "is not a folder" --diffusion-model "$DIT" --t5xxl "$T5" -o "$TMP/plainfile/x.png"
 echo "not a model" >"$TMP/bad.safetensors"
-expect_error "model file not a model" "" -m "$TMP/bad.safetensors" -o "$TMP/x.png"
+expect_error "model file not a model" "$TMP/bad.safetensors: not a safetensors or GGUF file" -m "$TMP/bad.safetensors" -o "$TMP/x.png"
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -39,11 +39,13 @@ check "96x160 size" test "$(png_size "$TMP/c.png")" = 96x160
 check "batch of 3" run -p "a cat" -W 32 -H 32 --steps 1 --cfg-scale 1 -b 3 -o "$TMP/d.png"
 n=$(ls "$TMP"/d*.png 2>/dev/null | wc -l)
 check "batch wrote 3 files ($n)" test "$n" -eq 3
-run -p "a cat" -W 64 -H 64 --steps 1 -s 5 -o "$TMP/e1.png"
-run -p "a cat" -W 64 -H 64 --steps 1 -s 5 -o "$TMP/e2.png"
+check "seed 5" run -p "a cat" -W 64 -H 64 --steps 1 -s 5 -o "$TMP/e1.png"
+check "seed 5 again" run -p "a cat" -W 64 -H 64 --steps 1 -s 5 -o "$TMP/e2.png"
 check "same seed, same image" cmp -s "$TMP/e1.png" "$TMP/e2.png"
-run -p "a cat" -W 64 -H 64 --steps 1 -s 6 -o "$TMP/e3.png"
-check "other seed, other image" bash -c "! cmp -s '$TMP/e1.png' '$TMP/e3.png'"
+check "seed 6" run -p "a cat" -W 64 -H 64 --steps 1 -s 6 -o "$TMP/e3.png"
+# both files must exist and be 64x64 PNGs: `! cmp` alone is also true when one is missing
+check "seed 6 wrote a 64x64 PNG" test "$(png_size "$TMP/e3.png")" = 64x64
+check "other seed, other image" bash -c "cmp -s '$TMP/e1.png' '$TMP/e3.png'; test \$? -eq 1"
 run -p "a cat" -W 72 -H 64 --steps 1 -o "$TMP/f.png"
 check "size not a multiple of the patch: exit 1" test $? -eq 1
 check "... with a clear message" grep -q "multiples of 16" "$TMP/log"

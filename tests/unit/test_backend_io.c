@@ -332,7 +332,7 @@ static void test_loader_buffers(void) {
     CHECK(s == SDC_OK && memcmp(got, a, sizeof a) == 0, "host weight read");
 
     sdc_converted_weights *cw = NULL;
-    s = sdc_convert_loaded_weights(l, SDC_TYPE_F16, "^p\\.w$=f16", NULL, 1, &cw);
+    s = sdc_convert_loaded_weights(l, SDC_TYPE_F16, "^p\\.w$=f16", NULL, 1, NULL, &cw);
     CHECK(s == SDC_OK, "convert: %s", sdc_last_error());
     CHECK(tw->type == SDC_TYPE_F16 && tw->buffer && tw->buffer != ba &&
               tw->buffer->usage == SDC_BUFFER_WEIGHTS && !tw->buffer->backend &&

@@ -338,6 +338,11 @@ static void test_search_simd_matches_scalar(void) {
     sdc_cpu_set_isa(sdc_cpu_isa_supported());
 }
 
+static bool spill_all(const char *name, void *user) {
+    (void)name, (void)user;
+    return true;
+}
+
 int main(void) {
     test_pick_rules();
     test_search_simd_matches_scalar();
@@ -464,7 +469,8 @@ int main(void) {
     sdc_loader_create(&l);
     sdc_loader_add_file(l, dit, "model.diffusion_model.");
     sdc_converted_weights *cw = NULL;
-    CHECK(sdc_convert_loaded_weights(l, SDC_TYPE_Q4_0, "\\.w\\.weight$=q4_K", im, 2, &cw) == SDC_OK,
+    CHECK(sdc_convert_loaded_weights(l, SDC_TYPE_Q4_0, "\\.w\\.weight$=q4_K", im, 2, NULL, &cw) ==
+              SDC_OK,
           "convert on load: %s", sdc_last_error());
     sdc_tensor *w = sdc_loader_find(l, "model.diffusion_model.net.w.weight");
     sdc_tensor *big = sdc_loader_find(l, "model.diffusion_model.net.big.weight");
@@ -473,6 +479,26 @@ int main(void) {
     if (w && w->type == SDC_TYPE_Q4_K) {
         const sdc_st_tensor *q = sdc_st_find(gold, "m3x512.q4_K.imatrix.q");
         CHECK(q && !memcmp(w->data, q->data, q->nbytes), "on-load q4_K with imatrix = ggml");
+    }
+    sdc_loader_free(l);
+    sdc_converted_weights_free(cw);
+
+    /* params on disk: the same conversion written to the spill file, still equal after
+     * its pages are dropped (they fault back in from the file) */
+    sdc_loader_create(&l);
+    sdc_loader_add_file(l, dit, "model.diffusion_model.");
+    sdc_convert_spill sp = {spill_all, NULL};
+    CHECK(sdc_convert_loaded_weights(l, SDC_TYPE_Q4_0, "\\.w\\.weight$=q4_K", im, 2, &sp, &cw) ==
+              SDC_OK,
+          "convert on load to disk: %s", sdc_last_error());
+    w = sdc_loader_find(l, "model.diffusion_model.net.w.weight");
+    if (w && w->type == SDC_TYPE_Q4_K) {
+        const sdc_st_tensor *q = sdc_st_find(gold, "m3x512.q4_K.imatrix.q");
+        CHECK(sdc_converted_weights_release(cw, w), "the conversion lives in the spill file");
+        CHECK(q && !memcmp(w->data, q->data, q->nbytes),
+              "on-disk q4_K with imatrix = ggml after its pages were dropped");
+    } else {
+        CHECK(0, "on-disk conversion: type %d", w ? (int)w->type : -1);
     }
     sdc_loader_free(l);
     sdc_converted_weights_free(cw);

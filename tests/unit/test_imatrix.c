@@ -133,18 +133,23 @@ static void test_malformed(void) {
         size_t at; /* byte to patch (int32), or truncate to `size` */
         int32_t value;
         size_t size;
+        const char *needle; /* expected in the message, if set */
     } bad[] = {
-        {"no entries", 0, 0, 0},
-        {"negative count", 0, -5, 0},
-        {"name length 0", 4, 0, 0},
-        {"name past the end", 4, 1000, 0},
-        {"nval 0", 15, 0, 0},
-        {"negative ncall", 11, -1, 0},
-        {"nval past the end", 15, 9, 0},
-        {"NaN value", 19, 0x7fc00000, 0},
-        {"truncated values", 0, 1, 22},
-        {"empty file", 0, 1, 0xffff},
-        {"wrong width vs loaded", 15, 1, 0},
+        {"no entries", 0, 0, 0, NULL},
+        {"negative count", 0, -5, 0, NULL},
+        {"name length 0", 4, 0, 0, NULL},
+        {"name past the end", 4, 1000, 0, NULL},
+        {"nval 0", 15, 0, 0, NULL},
+        {"negative ncall", 11, -1, 0, NULL},
+        {"nval past the end", 15, 9, 0, NULL},
+        {"NaN value", 19, 0x7fc00000, 0, "value 0 is nan"},
+        /* docs/quantization.md: negative and infinite values are errors too */
+        {"value -1", 19, (int32_t)0xbf800000u, 0, "value 0 is -1"},
+        {"value +inf", 23, 0x7f800000, 0, "value 1 is inf"},
+        {"value -inf", 19, (int32_t)0xff800000u, 0, "value 0 is -inf"},
+        {"truncated values", 0, 1, 22, NULL},
+        {"empty file", 0, 1, 0xffff, NULL},
+        {"wrong width vs loaded", 15, 1, 0, NULL},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         unsigned char b[64];
@@ -166,6 +171,8 @@ static void test_malformed(void) {
         }
         sdc_status s = sdc_imatrix_load_memory(im, b, n, "bad");
         CHECK(s == SDC_ERR_FORMAT, "%s: refused", bad[k].what);
+        CHECK(!bad[k].needle || strstr(sdc_last_error(), bad[k].needle), "%s: message lacks '%s'",
+              bad[k].what, bad[k].needle);
         printf("  %-22s -> %s\n", bad[k].what, sdc_last_error());
     }
     int i = sdc_imatrix_find(im, "abc");

@@ -5,19 +5,31 @@
 #include "models/minit2i.h"
 #include "models/t5.h"
 #include "sampling/rng.h"
+#include "sampling/samplers.h"
 #include "st_weights.h"
 #include "text/tokenizer.h"
 #include "test_util.h"
 
 static sdc_st_file *golden;
 
+/* Tolerances: 3-5x the largest error measured with every CPU kernel set (SDC_CPU_ISA =
+ * scalar, avx, avx2, avx512). T5 p1: the F16 GELU table flips (2.2e-4), p0/p2 3.0e-6 and
+ * 1.7e-6; DiT forward 3.3e-6; trajectory per step 2.2e-6, 6.4e-5, 1.1e-4, 1.1e-4, 1.4e-4,
+ * 2.4e-4, 2.6e-4, 4.1e-4, 6.9e-4, 7.8e-4 (from step 2 on dominated by f16 rounding flips
+ * of the patch-embedding input, amplified by CFG 6). */
+static const double t5_tol[3] = {1e-5, 8e-4, 6e-6};
+#define DIT_TOL      1e-5
+#define PREAMBLE_TOL 1e-4
+static const double traj_tol[10] = {8e-6, 2.5e-4, 4e-4,   4e-4,   5e-4,
+                                    8e-4, 1e-3,   1.5e-3, 2.5e-3, 2.5e-3};
+
 static void compare(const char *what, const float *got, const float *ref, long n, double tol) {
     double err = t_max_abs_diff(got, ref, n);
-    printf("%-36s max abs err %.3g (tolerance %.1g, %ld values)\n", what, err, tol, n);
+    printf("%-36s max abs err %.3g (tolerance %.2g, %ld values)\n", what, err, tol, n);
     CHECK(err <= tol, "%s: max abs err %g > %g", what, err, tol);
 }
 
-static void test_t5(sdc_backend *be, const char *file, double tol) {
+static void test_t5(sdc_backend *be, const char *file) {
     st_weights w;
     sdc_weight_source ws;
     CHECK(st_weights_open(&w, file, &ws) == 0, "open %s: %s", file, sdc_last_error());
@@ -45,7 +57,7 @@ static void test_t5(sdc_backend *be, const char *file, double tol) {
         s = sdc_t5_encode(t5, be, ids, n, out, NULL, NULL);
         CHECK(s == SDC_OK, "t5 encode: %s", sdc_last_error());
         snprintf(name, sizeof name, "t5 hidden p%d (%d real rows)", p, n);
-        compare(name, out, ref, (long)n * 128, tol);
+        compare(name, out, ref, (long)n * 128, t5_tol[p]);
         free(out), free(tok), free(nt), free(ref);
     }
     sdc_t5_free(t5);
@@ -80,6 +92,44 @@ static void test_tables(void) {
     free(ref);
 }
 
+/* The a03 trajectory through sdc_sample: the denoiser runs cond and uncond as one batch
+ * and combines them with CFG; every step's state is compared with the reference's. */
+typedef struct traj_run {
+    sdc_minit2i *m;
+    sdc_backend *be;
+    const float *txt;
+    float *xx, *out, cfg;
+    const float *ref; /* [11][n]: x_T, then the state after each step */
+    int n, steps_seen;
+    double err[10], mean[10];
+} traj_run;
+
+static sdc_status traj_denoise(void *user, const float *x, float sigma, float *den, float *unc,
+                               int64_t n) {
+    traj_run *t = user;
+    (void)sigma, (void)unc;
+    memcpy(t->xx, x, (size_t)n * sizeof(float));
+    memcpy(t->xx + n, x, (size_t)n * sizeof(float));
+    sdc_status s = sdc_minit2i_forward(t->m, t->be, t->xx, 2, 64, 64, t->txt, t->out, NULL, NULL);
+    if (s != SDC_OK) return s;
+    for (int64_t j = 0; j < n; j++) den[j] = t->out[n + j] + t->cfg * (t->out[j] - t->out[n + j]);
+    return SDC_OK;
+}
+
+static int traj_step(void *user, int step, int steps, const float *x) {
+    traj_run *t = user;
+    (void)steps;
+    if (step >= 1 && step <= 10) {
+        const float *r = t->ref + (size_t)step * t->n;
+        double sum = 0;
+        for (int j = 0; j < t->n; j++) sum += fabs((double)x[j] - (double)r[j]);
+        t->err[step - 1] = t_max_abs_diff(x, r, t->n);
+        t->mean[step - 1] = sum / t->n;
+        t->steps_seen++;
+    }
+    return 0;
+}
+
 static void test_dit(sdc_backend *be) {
     st_weights w;
     sdc_weight_source ws;
@@ -103,7 +153,7 @@ static void test_dit(sdc_backend *be) {
     CHECK(sdc_minit2i_encode_text(m, be, NULL, 0, txt + 256 * 128, NULL, NULL) == SDC_OK,
           "uncond text");
     float *ref = st_read_f32(golden, "dit.txt_preamble0", NULL);
-    compare("dit text preamble (cond)", txt, ref, 256 * 128, 1e-4);
+    compare("dit text preamble (cond)", txt, ref, 256 * 128, PREAMBLE_TOL);
     free(ref);
     float *xx = malloc(2 * 3 * 64 * 64 * sizeof(float)),
           *out = malloc(2 * 3 * 64 * 64 * sizeof(float));
@@ -112,37 +162,39 @@ static void test_dit(sdc_backend *be) {
     s = sdc_minit2i_forward(m, be, xx, 2, 64, 64, txt, out, NULL, NULL);
     CHECK(s == SDC_OK, "forward: %s", sdc_last_error());
     ref = st_read_f32(golden, "dit.out.cond", NULL);
-    compare("dit forward cond (batch of 2)", out, ref, 3 * 64 * 64, 1e-4);
+    compare("dit forward cond (batch of 2)", out, ref, 3 * 64 * 64, DIT_TOL);
     free(ref);
     ref = st_read_f32(golden, "dit.out.uncond", NULL);
-    compare("dit forward uncond (batch of 2)", out + 3 * 64 * 64, ref, 3 * 64 * 64, 1e-4);
+    compare("dit forward uncond (batch of 2)", out + 3 * 64 * 64, ref, 3 * 64 * 64, DIT_TOL);
     free(ref);
 
-    /* run a03: 10 Euler steps, CFG 6, x_T = 2 * noise; cond/uncond as one batch */
+    /* run a03: 10 Euler steps, CFG 6, x_T = 2 * noise, through the library's sampler */
     int64_t tn = 0;
     float *traj = st_read_f32(golden, "traj.x", &tn);
     float *tok = st_read_f32(golden, "t5.hidden.p1", NULL);
+    float *sig = st_read_f32(golden, "sigmas.n10", NULL);
     CHECK(sdc_minit2i_encode_text(m, be, tok, 11, txt, NULL, NULL) == SDC_OK, "text p1");
-    float *state = malloc(3 * 64 * 64 * sizeof(float));
     const int N = 3 * 64 * 64;
+    float *state = malloc(N * sizeof(float));
     memcpy(state, traj, (size_t)N * sizeof(float));
-    double worst = 0;
+    traj_run tr = {
+        .m = m, .be = be, .txt = txt, .xx = xx, .out = out, .cfg = 6.0f, .ref = traj, .n = N};
+    sdc_sampler_params sp;
+    sdc_sampler_params_init(&sp);
+    sp.method = SDC_SAMPLE_EULER;
+    sp.on_step = traj_step;
+    sp.step_user = &tr;
+    s = sdc_sample(&sp, sig, 11, traj_denoise, &tr, state, N);
+    CHECK(s == SDC_OK && tr.steps_seen == 10, "sample: %s (%d steps)", sdc_last_error(),
+          tr.steps_seen);
     for (int i = 0; i < 10; i++) {
-        float sig = 1.0f - (float)i / 10.0f, next = i == 9 ? 0.0f : 1.0f - (float)(i + 1) / 10.0f;
-        memcpy(xx, state, (size_t)N * sizeof(float));
-        memcpy(xx + N, state, (size_t)N * sizeof(float));
-        if (sdc_minit2i_forward(m, be, xx, 2, 64, 64, txt, out, NULL, NULL) != SDC_OK) break;
-        for (int j = 0; j < N; j++) {
-            float d = out[N + j] + 6.0f * (out[j] - out[N + j]);
-            state[j] = state[j] + (state[j] - d) / sig * (next - sig);
-        }
-        double e = t_max_abs_diff(state, traj + (size_t)(i + 1) * N, N);
-        if (e > worst) worst = e;
+        printf("euler a03 (cfg 6) step %2d                max abs err %.3g (tolerance %.2g), mean "
+               "abs err %.3g\n",
+               i + 1, tr.err[i], traj_tol[i], tr.mean[i]);
+        CHECK(tr.err[i] <= traj_tol[i], "trajectory step %d: error %g > %g", i + 1, tr.err[i],
+              traj_tol[i]);
     }
-    printf("euler trajectory a03 (10 steps, cfg 6)   max abs err %.3g over all steps (tolerance "
-           "2e-3)\n",
-           worst);
-    CHECK(worst <= 2e-3, "trajectory error %g", worst);
+    free(sig);
     free(state), free(tok), free(traj), free(xx), free(out), free(txt), free(x), free(ctx),
         free(mask);
     sdc_minit2i_free(m);
@@ -208,7 +260,7 @@ int main(void) {
     sdc_backend *be = sdc_backend_cpu_create(2);
     test_inputs();
     test_tables();
-    test_t5(be, GOLDEN("minit2i/minit2i_a_t5_f32.safetensors"), 1e-3);
+    test_t5(be, GOLDEN("minit2i/minit2i_a_t5_f32.safetensors"));
     test_dit(be);
     sdc_backend_free(be);
     sdc_st_close(golden);

@@ -3,6 +3,10 @@
  * lengths, permuted q; scalar and AVX2 paths; 1 and 3 thread shares. */
 #include "ops_test_common.h"
 
+/* Measured max abs error 1.5e-7 over all cases (scalar and AVX2, x86-64); about 10x that. */
+static const double TOL = 1.5e-6;
+static double g_worst;
+
 typedef struct cfg {
     int64_t d, dv, lq, lk, h, hk, b;
     sdc_type qt, kvt;
@@ -71,7 +75,8 @@ static void run_cfg(const cfg *c) {
                    (long long)c->d, (long long)c->dv, (long long)c->lq, (long long)c->lk,
                    (long long)c->h, (long long)c->hk, (long long)c->b, sdc_type_name(c->qt),
                    sdc_type_name(c->kvt), c->mask, c->permute_q, sdc_isa_name(isas[ii]), nth, e);
-            CHECK(e < 2e-5, "attention err %g", e);
+            CHECK(e < TOL, "attention err %g (tolerance %g)", e, TOL);
+            if (e > g_worst || e != e) g_worst = e;
         }
     sdc_cpu_set_isa(SDC_ISA_AVX512);
     free(s), free(ref);
@@ -88,5 +93,6 @@ int main(void) {
         {64, 48, 50, 600, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0}, /* 3 key blocks */
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
+    printf("attention: worst max err %.3g over all cases, tolerance %.3g\n", g_worst, TOL);
     TEST_MAIN_END();
 }

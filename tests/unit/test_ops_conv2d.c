@@ -3,6 +3,11 @@
  * weights, a strided input, and sizes that cross the pixel/reduction tile edges. */
 #include "ops_test_common.h"
 
+/* Measured max abs error 5.4e-6 over all cases (scalar; 5.2e-6 AVX2/AVX-512, x86-64),
+ * sums of up to 360 products of values in [-1, 1]; about 10x that. */
+static const double TOL = 5e-5;
+static double g_worst;
+
 typedef struct cfg {
     int64_t w, h, cin, n, kw, kh, cout;
     int sx, sy, px, py, dx, dy, groups;
@@ -70,7 +75,8 @@ static void run_cfg(const cfg *c) {
                (long long)c->w, (long long)c->h, (long long)c->cin, (long long)c->n,
                (long long)c->kw, (long long)c->kh, (long long)cin_g, (long long)c->cout, tr->name,
                c->sx, c->sy, c->px, c->py, c->dx, c->dy, c->groups, c->bias, c->permute_x, nth, e);
-        CHECK(e < 1e-4, "conv2d err %g", e);
+        CHECK(e < TOL, "conv2d err %g (tolerance %g)", e, TOL);
+        if (e > g_worst || e != e) g_worst = e;
     }
     free(ref), free(wf);
     t_free(dst), t_free(bias), t_free(w), t_free(x), t_free(x0);
@@ -94,5 +100,6 @@ int main(void) {
         {5, 4, 3, 1, 5, 4, 2, 1, 3, 2, 1, 1, 1, 1, SDC_TYPE_F32, 0, 1},     /* kernel ~ input */
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
+    printf("conv2d: worst max err %.3g over all cases, tolerance %.3g\n", g_worst, TOL);
     TEST_MAIN_END();
 }

@@ -4,6 +4,7 @@
  * read back with sdc_png_read; broken files must fail with a clear status. */
 #include <png.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "io/image.h"
@@ -414,13 +415,66 @@ static void test_bad_writes(void) {
     free(rgb);
 }
 
+static long peak_rss_kb(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
+/* A tEXt chunk right after IHDR whose length (1.75 GiB) runs past the end of the file:
+ * libpng would allocate the declared length before noticing, so the reader must refuse
+ * the file from the chunk walk, naming the chunk, and peak RSS must not move. */
+static void test_chunk_past_end(void) {
+    char good[512], bad[512];
+    path_in_tmp(good, sizeof good, "good_small.png");
+    path_in_tmp(bad, sizeof bad, "chunk_past_end.png");
+    uint8_t px[4 * 3 * 3] = {0};
+    sdc_image img = {4, 3, 3, px, 0};
+    CHECK(sdc_save_png(good, &img, NULL) == SDC_OK, "save: %s", sdc_last_error());
+    size_t n;
+    uint8_t *data = read_all(good, &n);
+    const size_t after_ihdr = 8 + 8 + 13 + 4;
+    const uint32_t claimed = 0x70000000u;
+    uint8_t *copy = malloc(n + 12);
+    memcpy(copy, data, after_ihdr);
+    uint8_t *c = copy + after_ihdr;
+    c[0] = (uint8_t)(claimed >> 24), c[1] = (uint8_t)(claimed >> 16);
+    c[2] = (uint8_t)(claimed >> 8), c[3] = (uint8_t)claimed;
+    memcpy(c + 4, "tEXt", 4);
+    memcpy(c + 8, "parameters", 4); /* a few bytes of the claimed text, then the real rest */
+    memcpy(c + 12, data + after_ihdr, n - after_ihdr);
+    size_t bad_n = n + 12;
+    write_all(bad, copy, bad_n);
+
+    long before = peak_rss_kb();
+    expect_fail("chunk past end of file", bad, SDC_ERR_FORMAT, "runs past the end");
+    CHECK(strstr(sdc_last_error(), "tEXt") != NULL, "message does not name the chunk: %s",
+          sdc_last_error());
+    uint8_t *rgb = NULL;
+    int w = -1, h = -1;
+    sdc_status st = sdc_png_read_memory(copy, bad_n, "mem", &rgb, &w, &h);
+    CHECK(st == SDC_ERR_FORMAT && strstr(sdc_last_error(), "runs past the end") && !rgb,
+          "memory reader: status %d: %s", (int)st, sdc_last_error());
+    free(rgb);
+    long grown_mb = (peak_rss_kb() - before) / 1024;
+    /* the claimed size is 1792 MB; the two reads need a few kB */
+    CHECK(grown_mb < 64, "peak RSS grew by %ld MB while refusing a %u-byte chunk", grown_mb,
+          claimed);
+    printf("chunk of %u bytes past the end (file %zu bytes): peak RSS grew by %ld MB\n", claimed,
+           bad_n, grown_mb);
+    free(copy);
+    free(data);
+}
+
 /* The sd-cli PNGs of the golden set: our reader must agree with libpng's own decoder. */
 static void test_golden_pngs(void) {
     int files = 0, maxd = 0;
     for (int k = 1; k <= 12; k++) {
         char path[512];
         snprintf(path, sizeof path, "%s/a%02d.png", GOLDEN("minit2i/png"), k);
-        if (access(path, R_OK) != 0) continue;
+        if (access(path, R_OK) != 0) {
+            CHECK(0, "golden PNG missing: %s", path);
+            continue;
+        }
         int rw, rh, sw, sh;
         uint8_t *ref = libpng_decode_rgb(path, &rw, &rh);
         uint8_t *rgb = NULL;
@@ -434,6 +488,7 @@ static void test_golden_pngs(void) {
         free(rgb);
         files++;
     }
+    CHECK(files == 12, "golden PNGs read: %d, expected 12 (a01..a12.png)", files);
     CHECK(maxd == 0, "golden PNGs: max |diff| %d", maxd);
     printf("golden sd-cli PNGs read: %d files, max |diff| vs libpng simplified API %d\n", files,
            maxd);
@@ -448,6 +503,7 @@ int main(void) {
     test_layouts();
     test_bad_files();
     test_bad_writes();
+    test_chunk_past_end();
     test_golden_pngs();
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_dir);

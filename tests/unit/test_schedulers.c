@@ -91,10 +91,14 @@ static void test_golden(void) {
           sdc_last_error());
     if (!f) return;
     float ref[1000];
-    int seen_den = 0;
+    int seen_den = 0, want_sched = 0, want_den = 0;
     for (int i = 0; i < sdc_st_count(f); i++) {
         const sdc_st_tensor *t = sdc_st_at(f, i);
         int n = (int)sdc_st_numel(t);
+        /* every table of the file must be compared (or refused): count them first */
+        if (strncmp(t->name, "sigmas", 6) == 0) want_sched++;
+        if (strncmp(t->name, "denoiser.", 9) == 0) want_den++;
+        CHECK(n <= 1000, "%s: %d values, more than the test's buffer", t->name, n);
         if (n > 1000) continue;
         sdc_st_to_f32(t, ref);
         sdc_schedule_params sp;
@@ -142,6 +146,7 @@ static void test_golden(void) {
             }
             bool nan_ok;
             double e = rel_err(got, ref, n, &nan_ok);
+            CHECK(nan_ok, "%s: NaN pattern differs", t->name);
             CHECK(e <= REL_TOL, "%s: rel err %.3g", t->name, e);
             seen_den++;
         }
@@ -150,6 +155,10 @@ static void test_golden(void) {
            "max rel err %.3g (%s)\n",
            n_cases, n_refused, seen_den, worst_all, worst_name);
     CHECK(n_cases > 500, "only %d schedule cases found", n_cases);
+    CHECK(n_cases + n_refused == want_sched, "%d + %d schedule tables checked, file has %d",
+          n_cases, n_refused, want_sched);
+    CHECK(want_den >= 7 && seen_den == want_den, "%d denoiser tables checked, file has %d",
+          seen_den, want_den);
     sdc_st_close(f);
 }
 

@@ -13,7 +13,6 @@
 
 #include "args.h"
 #include "progress.h"
-#include "io/image.h"
 #include "sdc.h"
 
 /* Prints "sdc: error: <message>" as exactly one line and returns the exit status 1. */
@@ -206,23 +205,20 @@ static int generate(sdc_cli_args *a) {
     sdc_cli_to_generate_params(a, &gp);
     /* img2img: the init image sets the size; a mask must match it */
     sdc_image init = {0}, mask = {0};
-    int iw = 0, ih = 0;
     if (a->init_img_path) {
-        if ((st = sdc_png_read(a->init_img_path, &init.data, &iw, &ih)) != SDC_OK) {
+        if ((st = sdc_image_load(a->init_img_path, &init)) != SDC_OK) {
             sdc_context_free(rs.ctx);
             return fail("%s", library_error(st));
         }
-        init.width = (uint32_t)iw, init.height = (uint32_t)ih, init.channels = 3;
         gp.init_image = &init;
-        gp.width = iw, gp.height = ih;
+        gp.width = (int)init.width, gp.height = (int)init.height;
     }
     if (a->mask_path) {
-        if ((st = sdc_png_read(a->mask_path, &mask.data, &iw, &ih)) != SDC_OK) {
-            free(init.data);
+        if ((st = sdc_image_load(a->mask_path, &mask)) != SDC_OK) {
+            sdc_image_free(&init);
             sdc_context_free(rs.ctx);
             return fail("%s", library_error(st));
         }
-        mask.width = (uint32_t)iw, mask.height = (uint32_t)ih, mask.channels = 3;
         gp.mask_image = &mask;
     }
     sdc_cli_progress_init(&rs.bar, stderr);
@@ -242,8 +238,8 @@ static int generate(sdc_cli_args *a) {
     st = sdc_generate_image(rs.ctx, &gp, &images, &count);
     double gen_seconds = now_seconds() - t1;
     signal(SIGINT, SIG_DFL);
-    free(init.data);
-    free(mask.data);
+    sdc_image_free(&init);
+    sdc_image_free(&mask);
     if (st != SDC_OK) {
         int rc = fail("%s", st == SDC_ERR_CANCELLED ? "interrupted" : library_error(st));
         sdc_context_free(rs.ctx);
@@ -267,7 +263,7 @@ static int generate(sdc_cli_args *a) {
         char *text = sdc_generation_parameters_text(rs.ctx, &gp, images[i].seed);
         if (!name) {
             fail("out of memory");
-        } else if ((st = sdc_save_png(name, &images[i], text)) != SDC_OK) {
+        } else if ((st = sdc_image_save(name, &images[i], text, 0)) != SDC_OK) {
             fail("%s", library_error(st));
         } else {
             printf("saved %s\n", name);

@@ -1,4 +1,5 @@
-/* PNG encoding into memory (HTTP responses carry images, not files). */
+/* PNG encoding into memory (HTTP responses carry images, not files): a thin wrapper of
+ * sdc_image_encode. */
 #ifndef SDC_SERVER_PNG_ENCODE_H
 #define SDC_SERVER_PNG_ENCODE_H
 

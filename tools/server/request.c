@@ -12,7 +12,6 @@
 
 #include "base64.h"
 #include "cli_shared.h"
-#include "io/image.h"
 
 #define EXTRA_OPEN  "<sd_cpp_extra_args>"
 #define EXTRA_CLOSE "</sd_cpp_extra_args>"
@@ -168,6 +167,11 @@ static bool get_sigmas(parse_ctx *pc, const cJSON *obj, sdc_srv_request *r) {
     return true;
 }
 
+/* A multipart field holding image bytes as they are (PNG or JPEG magic), not base64. */
+static bool raw_image(const char *data) {
+    return data[0] == '\x89' || data[0] == '\xff';
+}
+
 static bool decode_png(parse_ctx *pc, const char *name, const void *data, size_t n, bool is_base64,
                        uint8_t **rgb, int *w, int *h) {
     size_t bytes_n = n;
@@ -177,18 +181,18 @@ static bool decode_png(parse_ctx *pc, const char *name, const void *data, size_t
         if (!bytes) return reject(pc, 400, "'%s' is not valid base64 (or a base64 data URL)", name);
         data = bytes;
     }
-    uint8_t *pix = NULL;
-    int pw = 0, ph = 0;
-    sdc_status st = sdc_png_read_memory(data, bytes_n, name, &pix, &pw, &ph);
+    sdc_image img = {0};
+    sdc_status st = sdc_image_decode(data, bytes_n, name, &img);
     free(bytes);
     if (st != SDC_OK) {
         if (st == SDC_ERR_NO_MEMORY) return reject(pc, 500, "out of memory decoding '%s'", name);
-        return reject(pc, 400, "'%s' is not a readable PNG image: %s", name, sdc_last_error());
+        return reject(pc, 400, "'%s' is not a readable PNG or JPEG image: %s", name,
+                      sdc_last_error());
     }
     free(*rgb);
-    *rgb = pix;
-    *w = pw;
-    *h = ph;
+    *rgb = img.data;
+    *w = (int)img.width;
+    *h = (int)img.height;
     return true;
 }
 
@@ -716,11 +720,11 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         size_t n = (size_t)(next - data);
         if (!strcmp(name, "image") || !strcmp(name, "image[]")) {
             if (!have_image) /* several images: the first is the init image */
-                decode_png(&pc, "image", data, n, !is_file && n > 0 && data[0] != '\x89',
+                decode_png(&pc, "image", data, n, !is_file && n > 0 && !raw_image(data),
                            &r->init_rgb, &r->init_w, &r->init_h);
             have_image = true;
         } else if (!strcmp(name, "mask")) {
-            decode_png(&pc, "mask", data, n, !is_file && n > 0 && data[0] != '\x89', &r->mask_rgb,
+            decode_png(&pc, "mask", data, n, !is_file && n > 0 && !raw_image(data), &r->mask_rgb,
                        &r->mask_w, &r->mask_h);
         } else if (name[0] && !is_file) {
             char *text = malloc(n + 1);

@@ -8,6 +8,8 @@
 
 #include <immintrin.h>
 
+#include "cpu/quant_avx2.h"
+
 #define MAX_GROUP 32
 
 float sdc_qsearch_affine_avx2(int n, int nmax, const float *x, const float *w, uint8_t *L,

@@ -12,7 +12,7 @@
 
 #include "core/quant.h"
 
-#include "core/quant_simd.h"
+#include "cpu/quant_avx2.h"
 
 /* Eight signed 32-bit lanes to float, times d. */
 static inline __m256 scaled(__m256i q, __m256 d) {

@@ -1,0 +1,107 @@
+/* What a model family plugs into the pipeline: three small role interfaces
+ * (conditioner, diffusion model, first stage) and a loader that fills them. The
+ * orchestrator (generate.c and the stage_*.c files) only ever calls these; it knows no
+ * family. A new family is its model files (src/models/<name>.c) plus a family_<name>.c
+ * that implements the roles, plus its registry entry. */
+#ifndef SDC_PIPELINE_FAMILY_H
+#define SDC_PIPELINE_FAMILY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "sampling/denoiser.h"
+#include "sampling/defaults.h"
+#include "sdc.h"
+
+/* Where and how a stage runs: the backend of the device its module is placed on, and
+ * the eval callback (imatrix collection, debugging; NULL costs nothing). */
+typedef struct sdc_stage_env {
+    sdc_backend *backend;
+    sdc_eval_fn eval_cb;
+    void *eval_user;
+} sdc_stage_env;
+
+/* The conditioning of one prompt, in the layout the family's diffusion model reads. */
+typedef struct sdc_cond {
+    float *ctx; /* [n_ctx][ctx_dim] context rows (owned) */
+    int n_ctx, ctx_dim;
+    float *pooled; /* [n_pooled] pooled vector (SDXL, SD3, Flux), NULL if none (owned) */
+    int n_pooled;
+    int n_tokens;  /* real tokens the text encoder read */
+    int n_dropped; /* tokens beyond what the model reads (warned about) */
+} sdc_cond;
+
+void sdc_cond_free(sdc_cond *c);
+
+typedef struct sdc_conditioner {
+    void *self;
+    /* prompt -> conditioning; uncond = the unconditional branch for CFG (families
+     * decide what it is: the negative prompt, or a learned null condition). */
+    sdc_status (*encode)(void *self, const sdc_stage_env *env, const char *prompt, bool uncond,
+                         sdc_cond *out);
+    /* Called once the conditioning phase is over (family caches; the context drops
+     * the module's weight pages itself). NULL: nothing to do. */
+    void (*end_phase)(void *self);
+} sdc_conditioner;
+
+typedef struct sdc_diffusion {
+    void *self;
+    sdc_prediction prediction;
+    int size_multiple; /* width/height must be multiples of this (pixels) */
+    /* The family's own schedule when it fixes one (MiniT2I: linear 1 -> 0), else NULL
+     * and the scheduler flag applies. Fills steps+1 values. */
+    void (*fixed_sigmas)(int steps, float *out);
+    /* Per-prompt work of the diffusion model, once per prompt before sampling (MiniT2I:
+     * its text preamble): rewrites c in place. NULL: none. */
+    sdc_status (*prepare_cond)(void *self, const sdc_stage_env *env, sdc_cond *c);
+    /* Raw model output for B latents x ([B][C][h][w], C/h/w from the first stage), at
+     * model timestep t, each with conds[b]. */
+    sdc_status (*forward)(void *self, const sdc_stage_env *env, const float *x, int B, int width,
+                          int height, float timestep, const sdc_cond *const *conds, float *out);
+} sdc_diffusion;
+
+typedef struct sdc_first_stage {
+    void *self;
+    int channels;  /* latent channels */
+    int downscale; /* pixels per latent cell (1: pixel space) */
+    /* pixels: planar [3][H][W] in [-1, 1]; latent: [channels][H/ds][W/ds] */
+    sdc_status (*encode)(void *self, const sdc_stage_env *env, const float *pixels, int width,
+                         int height, float *latent);
+    sdc_status (*decode)(void *self, const sdc_stage_env *env, const float *latent, int width,
+                         int height, float *pixels);
+    void (*end_phase)(void *self);
+} sdc_first_stage;
+
+/* The modules a loaded family is made of. */
+typedef struct sdc_family_modules {
+    sdc_conditioner cond;
+    sdc_diffusion diffusion;
+    sdc_first_stage first_stage;
+    void *state; /* the family's own data (freed by free_state) */
+    void (*free_state)(void *state);
+    char summary[256]; /* config line for the load log */
+} sdc_family_modules;
+
+struct sdc_loader;
+struct sdc_tokenizer;
+
+/* What a family loader gets: the weights by sd.cpp's internal names, the component
+ * files by role (NULL = not given) and the context parameters. */
+typedef struct sdc_family_load_args {
+    struct sdc_loader *weights;
+    const sdc_context_params *params;
+    int t5_file; /* loader index of the --t5xxl file, -1 if none */
+} sdc_family_load_args;
+
+typedef sdc_status (*sdc_family_load_fn)(const sdc_family_load_args *a, sdc_family_modules *out);
+
+/* The loader of an implemented family, NULL if the family is detected only. */
+sdc_family_load_fn sdc_family_loader(sdc_model_family f);
+
+sdc_status sdc_family_load_minit2i(const sdc_family_load_args *a, sdc_family_modules *out);
+
+/* First stage of pixel-space families: latent = pixels. */
+void sdc_first_stage_identity(sdc_first_stage *fs);
+
+#endif

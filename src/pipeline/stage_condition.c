@@ -1,0 +1,49 @@
+/* Conditioning stage: prompt and unconditional branch through the family's conditioner. */
+#include <math.h>
+
+#include "core/log.h"
+#include "pipeline/stages.h"
+
+int64_t sdc_first_non_finite(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return -1;
+}
+
+static sdc_status check_cond(const sdc_cond *c, const char *which) {
+    int64_t bad = sdc_first_non_finite(c->ctx, (int64_t)c->n_ctx * c->ctx_dim);
+    if (bad < 0 && c->pooled) bad = sdc_first_non_finite(c->pooled, c->n_pooled);
+    if (bad >= 0)
+        return sdc_fail(SDC_ERR_FORMAT,
+                        "conditioning: the text encoder's output for the %s has a non-finite "
+                        "value (row %lld): the text encoder weights are broken",
+                        which, (long long)(bad / (c->ctx_dim > 0 ? c->ctx_dim : 1)));
+    return SDC_OK;
+}
+
+sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, bool need_uncond,
+                               sdc_cond *cond, sdc_cond *uncond) {
+    const sdc_conditioner *c = &ctx->m.cond;
+    sdc_status s = c->encode(c->self, &ctx->env_cond, p->prompt ? p->prompt : "", false, cond);
+    if (s == SDC_OK && cond->n_dropped > 0)
+        SDC_LOGW("the prompt is longer than the model reads: %d tokens dropped (kept %d)",
+                 cond->n_dropped, cond->n_tokens);
+    if (s == SDC_OK) s = check_cond(cond, "prompt");
+    if (s == SDC_OK && need_uncond) {
+        s = c->encode(c->self, &ctx->env_cond, p->negative_prompt ? p->negative_prompt : "", true,
+                      uncond);
+        if (s == SDC_OK) s = check_cond(uncond, "unconditional branch");
+    }
+    if (c->end_phase) c->end_phase(c->self);
+    sdc_context_end_phase(ctx, SDC_MODULE_TE);
+    /* per-prompt work of the diffusion model (on its device), once per prompt */
+    const sdc_diffusion *dm = &ctx->m.diffusion;
+    if (s == SDC_OK && dm->prepare_cond) {
+        s = dm->prepare_cond(dm->self, &ctx->env_diffusion, cond);
+        if (s == SDC_OK) s = check_cond(cond, "prompt (diffusion model's text stream)");
+        if (s == SDC_OK && need_uncond) s = dm->prepare_cond(dm->self, &ctx->env_diffusion, uncond);
+        if (s == SDC_OK && need_uncond)
+            s = check_cond(uncond, "unconditional branch (diffusion model's text stream)");
+    }
+    return s;
+}
