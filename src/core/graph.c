@@ -1,5 +1,7 @@
 #include "core/graph.h"
 
+#include "core/buffer.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@ struct sdc_graph {
     int n_nodes, cap_nodes;
     sdc_tensor **inputs; /* graph-owned leaves that need scratch memory */
     int n_inputs, cap_inputs;
+    sdc_graph_binding binding;
     sdc_status status;
     char error[512];
     bool oom;
@@ -142,7 +145,10 @@ sdc_tensor *sdc_graph_view_node(sdc_graph *g, sdc_tensor *src, int ndims, const 
                                    sdc_tensor_shape_str(t, a, sizeof a), t->view_offset,
                                    sdc_tensor_shape_str(t->view_src, b, sizeof b), have);
     }
-    if (t->view_src->data) t->data = (char *)t->view_src->data + t->view_offset;
+    if (t->view_src->data) {
+        t->data = (char *)t->view_src->data + t->view_offset;
+        t->buffer = t->view_src->buffer;
+    }
     return t;
 }
 
@@ -151,6 +157,15 @@ int sdc_graph_n_nodes(const sdc_graph *g) {
 }
 sdc_tensor *sdc_graph_get_node(const sdc_graph *g, int i) {
     return i >= 0 && i < g->n_nodes ? g->nodes[i] : NULL;
+}
+int sdc_graph_n_inputs(const sdc_graph *g) {
+    return g->n_inputs;
+}
+sdc_tensor *sdc_graph_get_input(const sdc_graph *g, int i) {
+    return i >= 0 && i < g->n_inputs ? g->inputs[i] : NULL;
+}
+sdc_graph_binding *sdc_graph_get_binding(sdc_graph *g) {
+    return &g->binding;
 }
 
 sdc_status sdc_graph_status(const sdc_graph *g) {
@@ -347,6 +362,24 @@ void sdc_graph_bind(sdc_graph *g, void *scratch) {
             t->data = t->view_src->data ? (char *)t->view_src->data + t->view_offset : NULL;
         } else if (t->plan_offset >= 0) {
             t->data = (char *)scratch + t->plan_offset;
+        }
+    }
+}
+
+void sdc_graph_bind_buffer(sdc_graph *g, sdc_buffer *buf, size_t offset) {
+    char *base = (char *)buf->base + offset;
+    for (int i = 0; i < g->n_inputs; i++) {
+        sdc_tensor *t = g->inputs[i];
+        if (t->plan_offset >= 0) t->data = base + t->plan_offset, t->buffer = buf;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        sdc_tensor *t = g->nodes[i];
+        if (t->op == SDC_OP_VIEW) {
+            t->data = t->view_src->data ? (char *)t->view_src->data + t->view_offset : NULL;
+            t->buffer = t->view_src->buffer;
+        } else if (t->plan_offset >= 0) {
+            t->data = base + t->plan_offset;
+            t->buffer = buf;
         }
     }
 }

@@ -49,6 +49,23 @@ sdc_status sdc_graph_plan(sdc_graph *g, size_t alignment, sdc_work_size_fn work_
                           sdc_plan_stats *stats);
 /* Points every planned tensor (and view) into `scratch` (of at least scratch_bytes). */
 void sdc_graph_bind(sdc_graph *g, void *scratch);
+/* The same into a buffer at byte `offset`, tagging each planned tensor (and views of them)
+ * with that buffer. */
+struct sdc_buffer;
+void sdc_graph_bind_buffer(sdc_graph *g, struct sdc_buffer *buf, size_t offset);
+
+/* Which backend allocated the graph's memory and when: a backend's compute reuses that
+ * allocation (inputs already written) while `generation` is still its current one. */
+typedef struct sdc_graph_binding {
+    const void *owner; /* the backend, NULL: not allocated */
+    unsigned long generation;
+    size_t work_offset; /* per-node work area in the owner's scratch */
+    size_t work_bytes;
+} sdc_graph_binding;
+sdc_graph_binding *sdc_graph_get_binding(sdc_graph *g);
+/* Graph-owned inputs (SDC_TENSOR_INPUT leaves) in creation order. */
+int sdc_graph_n_inputs(const sdc_graph *g);
+sdc_tensor *sdc_graph_get_input(const sdc_graph *g, int i);
 
 /* Eval callback: called with ask=true before a node; if it returns true it is called
  * again with ask=false after the node is computed (data valid). Returning false from

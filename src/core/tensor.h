@@ -1,6 +1,7 @@
-/* Tensors: a type, a shape ne[] (innermost first), byte strides nb[] and a data pointer.
- * Views and permutes are stride changes. A tensor is also a graph node: `op` and `src`
- * say how to compute it (SDC_OP_NONE for weights and inputs). */
+/* Tensors: a type, a shape ne[] (innermost first), byte strides nb[], a data pointer and
+ * the buffer that pointer lies in (so its device). Views and permutes are stride changes.
+ * A tensor is also a graph node: `op` and `src` say how to compute it (SDC_OP_NONE for
+ * weights and inputs). */
 #ifndef SDC_CORE_TENSOR_H
 #define SDC_CORE_TENSOR_H
 
@@ -62,6 +63,10 @@ typedef struct sdc_tensor {
     int64_t ne[SDC_MAX_DIMS];
     size_t nb[SDC_MAX_DIMS];
     void *data;
+    /* where data lives (core/buffer.h): NULL = host memory outside any buffer; views share
+     * their owner's. Code outside a backend reads or writes data only when it is host
+     * memory (sdc_tensor_is_host), else through the backend (sdc_backend_tensor_get). */
+    struct sdc_buffer *buffer;
 
     sdc_op op;
     union {

@@ -24,8 +24,8 @@ typedef struct op_profile {
 typedef struct cpu_backend {
     op_profile *profile; /* NULL unless SDC_PROFILE=1 */
     sdc_threadpool *pool;
-    void *scratch;
-    size_t scratch_size;
+    sdc_buffer *scratch;      /* planned inputs, intermediates and the per-node work area */
+    unsigned long generation; /* bumped by every graph allocation into scratch */
     sdc_plan_stats last_plan;
 } cpu_backend;
 
@@ -65,7 +65,7 @@ static void cpu_free(sdc_backend *b) {
         free(c->profile);
     }
     sdc_threadpool_free(c->pool);
-    free(c->scratch);
+    sdc_buffer_free(c->scratch);
     free(c);
     free(b);
 }
@@ -79,13 +79,25 @@ static void cpu_release(sdc_backend *b, void *ptr) {
     free(ptr);
 }
 
-static sdc_status cpu_copy(sdc_backend *b, void *dst, const void *src, size_t size) {
-    memcpy(dst, src, size);
-    return SDC_OK;
+static bool cpu_supports(const sdc_backend *b, const sdc_tensor *node, char *why, size_t why_size) {
+    (void)b;
+    const char *reason = NULL;
+    bool ok = node->op == SDC_OP_NONE || node->op == SDC_OP_VIEW || sdc_cpu_kernel_for(node->op);
+    if (!ok)
+        reason = "no kernel for this op";
+    else
+        ok = sdc_cpu_types_ok(node, &reason);
+    if (!ok && why && why_size) snprintf(why, why_size, "%s", reason ? reason : "unsupported");
+    return ok;
 }
 
-static bool cpu_supports(const sdc_backend *b, const sdc_tensor *node) {
-    return node->op == SDC_OP_NONE || node->op == SDC_OP_VIEW || sdc_cpu_kernel_for(node->op);
+/* "dst f16, src0 f32, src1 q4_0" for messages */
+static void node_types(const sdc_tensor *t, char *buf, size_t size) {
+    int n = snprintf(buf, size, "dst %s", sdc_type_name(t->type));
+    for (int i = 0; i < SDC_MAX_SRC && n >= 0 && (size_t)n < size; i++)
+        if (t->src[i])
+            n += snprintf(buf + n, size - (size_t)n, ", src%d %s", i,
+                          sdc_type_name(t->src[i]->type));
 }
 
 typedef struct work_ctx {
@@ -147,42 +159,90 @@ static void run_graph(void *arg, int ith, int nth) {
     }
 }
 
-static sdc_status cpu_compute(sdc_backend *b, sdc_graph *g, sdc_eval_fn cb, void *cb_user) {
-    cpu_backend *c = b->impl;
-    int nth = sdc_threadpool_size(c->pool);
+/* Refuses a graph with a node the kernels cannot compute (wrong op or types) before any
+ * memory is touched: a kernel given types it does not read would compute garbage. */
+static sdc_status check_nodes(const sdc_backend *b, sdc_graph *g) {
     int n = sdc_graph_n_nodes(g);
     for (int i = 0; i < n; i++) {
         sdc_tensor *t = sdc_graph_get_node(g, i);
-        if (!cpu_supports(b, t))
-            return sdc_fail(SDC_ERR_UNSUPPORTED, "cpu: op %d of node '%s' has no kernel",
-                            (int)t->op, t->name);
+        char why[128], types[192];
+        if (cpu_supports(b, t, why, sizeof why)) continue;
+        node_types(t, types, sizeof types);
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "cpu: node %d '%s' (op %s, %s) is not supported: %s",
+                        i, t->name, sdc_op_name(t->op), types, why);
     }
-    work_ctx wc = {nth};
-    sdc_plan_stats st;
-    sdc_status s = sdc_graph_plan(g, SDC_CPU_ALIGN, node_work_size, &wc, &st);
+    return SDC_OK;
+}
+
+static sdc_status cpu_graph_alloc(sdc_backend *b, sdc_graph *g) {
+    cpu_backend *c = b->impl;
+    sdc_status s = check_nodes(b, g);
     if (s != SDC_OK) return s;
+    work_ctx wc = {sdc_threadpool_size(c->pool)};
+    sdc_plan_stats st;
+    if ((s = sdc_graph_plan(g, SDC_CPU_ALIGN, node_work_size, &wc, &st)) != SDC_OK) return s;
     size_t work_off = (st.scratch_bytes + SDC_CPU_ALIGN - 1) / SDC_CPU_ALIGN * SDC_CPU_ALIGN;
     size_t need = work_off + st.work_bytes + SDC_CPU_ALIGN;
-    if (need > c->scratch_size) {
-        free(c->scratch);
+    if (!c->scratch || need > c->scratch->size) {
+        sdc_buffer_free(c->scratch);
         c->scratch = NULL;
-        c->scratch_size = 0;
-        s = cpu_alloc(b, need, &c->scratch);
-        if (s != SDC_OK) return s;
-        c->scratch_size = need;
+        if ((s = sdc_buffer_alloc(b, need, SDC_BUFFER_SCRATCH, &c->scratch)) != SDC_OK) return s;
     }
     c->last_plan = st;
-    sdc_graph_bind(g, c->scratch);
+    sdc_graph_bind_buffer(g, c->scratch, 0);
+    *sdc_graph_get_binding(g) = (sdc_graph_binding){.owner = c,
+                                                    .generation = ++c->generation,
+                                                    .work_offset = work_off,
+                                                    .work_bytes = st.work_bytes};
+    return SDC_OK;
+}
+
+static sdc_status cpu_compute(sdc_backend *b, sdc_graph *g, sdc_eval_fn cb, void *cb_user) {
+    cpu_backend *c = b->impl;
+    sdc_graph_binding *bd = sdc_graph_get_binding(g);
+    /* Allocated by sdc_backend_graph_alloc with nothing allocated since: its inputs are
+     * written, use it as it is. Else (a plain compute, or a second one) plan and bind again
+     * as every compute did before, so callers that re-point inputs between runs still work. */
+    if (bd->owner != c || bd->generation != c->generation) {
+        sdc_status s = cpu_graph_alloc(b, g);
+        if (s != SDC_OK) return s;
+    }
+    bd->owner = NULL; /* used up */
     run_state rs = {.g = g,
                     .pool = c->pool,
                     .profile = c->profile,
-                    .work = (char *)c->scratch + work_off,
-                    .work_size = st.work_bytes,
+                    .work = (char *)c->scratch->base + bd->work_offset,
+                    .work_size = bd->work_bytes,
                     .cb = cb,
                     .cb_user = cb_user};
     sdc_threadpool_run(c->pool, run_graph, &rs);
     if (atomic_load(&rs.cancelled)) return sdc_fail(SDC_ERR_CANCELLED, "computation cancelled");
     return SDC_OK;
+}
+
+/* bounds and ownership are checked by sdc_backend_tensor_set/get */
+static sdc_status cpu_tensor_set(sdc_backend *b, sdc_tensor *t, const void *src, size_t offset,
+                                 size_t size) {
+    (void)b;
+    memcpy((char *)t->data + offset, src, size);
+    return SDC_OK;
+}
+
+static sdc_status cpu_tensor_get(sdc_backend *b, const sdc_tensor *t, void *dst, size_t offset,
+                                 size_t size) {
+    (void)b;
+    memcpy(dst, (const char *)t->data + offset, size);
+    return SDC_OK;
+}
+
+/* The kernels read host memory: a graph input can compute from the caller's array. */
+static bool cpu_tensor_use_host(sdc_backend *b, sdc_tensor *t, void *host, size_t size) {
+    (void)b;
+    if (t->data || t->op != SDC_OP_NONE || size != sdc_tensor_nbytes(t) || (!host && size))
+        return false;
+    t->data = host;
+    t->buffer = NULL; /* host memory of the caller */
+    return true;
 }
 
 static void cpu_memory(const sdc_backend *b, size_t *free_bytes, size_t *total_bytes) {
@@ -197,11 +257,14 @@ static const sdc_backend_iface g_cpu_iface = {
     .free = cpu_free,
     .alloc = cpu_alloc,
     .release = cpu_release,
-    .copy_in = cpu_copy,
-    .copy_out = cpu_copy,
     .supports_op = cpu_supports,
     .compute = cpu_compute,
     .memory = cpu_memory,
+    .graph_alloc = cpu_graph_alloc,
+    .tensor_set = cpu_tensor_set,
+    .tensor_get = cpu_tensor_get,
+    .tensor_use_host = cpu_tensor_use_host,
+    .host_memory = true,
 };
 
 sdc_backend *sdc_backend_cpu_create(int n_threads) {

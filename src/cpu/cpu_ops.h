@@ -57,5 +57,8 @@ size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth);
 /* Kernel and work-size function for an op (NULL work fn: needs none). */
 sdc_cpu_kernel_fn sdc_cpu_kernel_for(sdc_op op);
 sdc_cpu_work_fn sdc_cpu_work_for(sdc_op op);
+/* True if the node's source and destination types are ones its kernel handles; else false
+ * with a static reason in *why. */
+bool sdc_cpu_types_ok(const sdc_tensor *node, const char **why);
 
 #endif

@@ -4,6 +4,7 @@
  * sdc_tensor.data is not const, but writing through it faults. */
 #include "io/model_loader.h"
 
+#include "core/buffer.h"
 #include "core/fp16.h"
 #include "io/name_index.h"
 
@@ -34,9 +35,11 @@ typedef struct lfile {
     sdc_st_file *st;
     entry *entries;
     int n;
-    void *owned; /* converted or realigned data */
+    void *owned; /* converted or realigned data: owned_buf's memory */
     size_t owned_size;
-    bool mapped; /* opened from a path: tensor data lies in a read-only file mapping */
+    sdc_buffer *owned_buf; /* host weights buffer of the converted/realigned tensors */
+    sdc_buffer *image_buf; /* host-mapped buffer spanning the tensors used in place */
+    bool mapped;           /* opened from a path: tensor data lies in a read-only file mapping */
 } lfile;
 
 struct sdc_loader {
@@ -104,7 +107,8 @@ static void free_file(lfile *f) {
     sdc_gguf_close(f->gguf);
     sdc_st_close(f->st);
     free(f->entries);
-    free(f->owned);
+    sdc_buffer_free(f->owned_buf);
+    sdc_buffer_free(f->image_buf);
     free(f->path);
     free(f->prefix);
     memset(f, 0, sizeof *f);
@@ -284,6 +288,22 @@ static void collect_gguf(const sdc_gguf_file *g, src_tensor *out) {
     }
 }
 
+/* The host-mapped buffer of a file's tensors used in place: from the first byte of any of
+ * them to the end of the last (the file's data section, whatever its format). */
+static sdc_status wrap_image(lfile *nf, const src_tensor *src, int n, const char *label) {
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < n; i++) {
+        if (src[i].convert || src[i].copy || !src[i].data) continue;
+        uintptr_t a = (uintptr_t)src[i].data;
+        if (a < lo) lo = a;
+        if (a + src[i].nbytes > hi) hi = a + src[i].nbytes;
+    }
+    if (hi == 0) return SDC_OK; /* nothing in place */
+    if (sdc_buffer_wrap(NULL, (void *)lo, hi - lo, SDC_BUFFER_HOST_MAPPED, &nf->image_buf))
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
+    return SDC_OK;
+}
+
 /* Takes ownership of the opened file `nf` (freed on failure). */
 static sdc_status add_opened(sdc_loader *l, lfile *nf) {
     const char *label = nf->path;
@@ -330,13 +350,21 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
     }
     if (any_owned && !owned) owned = LOADER_ALIGN; /* zero-size conversions still get a pointer */
     nf->entries = calloc((size_t)n + 1, sizeof *nf->entries);
-    if (owned) nf->owned = aligned_alloc(LOADER_ALIGN, owned);
-    nf->owned_size = owned;
-    if (!nf->entries || (owned && !nf->owned)) {
-        st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory (%zu bytes for converted tensors)",
-                      label, owned);
+    if (!nf->entries) {
+        st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
         goto fail;
     }
+    _Static_assert(SDC_HOST_BUFFER_ALIGN % LOADER_ALIGN == 0, "host buffers keep loader alignment");
+    if (owned) {
+        if (sdc_buffer_alloc(NULL, owned, SDC_BUFFER_WEIGHTS, &nf->owned_buf) != SDC_OK) {
+            st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory (%zu bytes for converted tensors)",
+                          label, owned);
+            goto fail;
+        }
+        nf->owned = nf->owned_buf->base;
+    }
+    nf->owned_size = owned;
+    if ((st = wrap_image(nf, src, n, label)) != SDC_OK) goto fail;
     if (l->n_files == l->cap_files) {
         int cap = l->cap_files ? l->cap_files * 2 : 8;
         lfile *fs = realloc(l->files, (size_t)cap * sizeof *fs);
@@ -386,8 +414,10 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
             else if ((st = convert(s, dst, label)))
                 goto fail;
             t->data = dst;
+            t->buffer = nf->owned_buf;
         } else {
             t->data = (void *)s->data;
+            t->buffer = nf->image_buf;
             nf->entries[i].mapped = s->data;
             nf->entries[i].mapped_bytes = s->nbytes;
         }

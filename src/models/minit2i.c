@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend.h"
+#include "core/buffer.h"
 #include "core/fp16.h"
 #include "core/ops.h"
 
@@ -43,7 +45,7 @@ struct sdc_minit2i {
     /* position tables of the last image grid: the same for every step of a generation */
     int tab_gw, tab_gh;
     float *tab_pos, *tab_cos, *tab_sin;
-    /* F32 copies of 1-D weights stored in other types */
+    /* F32 copies of 1-D weights stored in other types, each in its own host weight buffer */
     sdc_tensor *owned;
     int n_owned, cap_owned;
 };
@@ -94,41 +96,18 @@ static sdc_tensor *as_f32(loader *ld, sdc_tensor *w) {
         ld->s = sdc_fail(SDC_ERR_INTERNAL, "minit2i: too many converted weights");
         return NULL;
     }
-    sdc_tensor *t = &m->owned[m->n_owned++];
-    *t = *w;
-    t->type = SDC_TYPE_F32;
-    sdc_tensor_set_contiguous_strides(t);
-    t->data = malloc((size_t)sdc_tensor_nelements(t) * sizeof(float));
-    if (!t->data) {
-        ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "minit2i: out of memory");
-        return NULL;
-    }
-    ld->s = sdc_weight_to_f32(w, t->data);
+    sdc_tensor *t = &m->owned[m->n_owned];
+    ld->s = sdc_weight_convert_copy(w, SDC_TYPE_F32, NULL, NULL, t);
+    if (ld->s != SDC_OK) return NULL;
+    m->n_owned++; /* freed with the model */
     return t;
 }
 
 /* A copy of w rounded to F16 with a new 2-D shape (row length k). */
 static void f16_matrix(loader *ld, sdc_tensor *w, int64_t k, int64_t n, sdc_tensor *out) {
     if (ld->s != SDC_OK) return;
-    int64_t cnt = sdc_tensor_nelements(w);
-    float *tmp = malloc((size_t)cnt * sizeof(float));
-    sdc_fp16 *h = malloc((size_t)cnt * sizeof(sdc_fp16));
-    if (!tmp || !h) {
-        free(tmp);
-        free(h);
-        ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "minit2i: out of memory");
-        return;
-    }
-    ld->s = sdc_weight_to_f32(w, tmp);
-    for (int64_t i = 0; i < cnt; i++) h[i] = sdc_f32_to_fp16(tmp[i]);
-    free(tmp);
-    memset(out, 0, sizeof *out);
-    out->type = SDC_TYPE_F16;
-    out->ne[0] = k, out->ne[1] = n, out->ne[2] = 1, out->ne[3] = 1;
-    sdc_tensor_set_contiguous_strides(out);
-    out->data = h;
-    out->flags = SDC_TENSOR_PARAM;
-    snprintf(out->name, sizeof out->name, "%s", w->name);
+    int64_t ne[4] = {k, n, 1, 1};
+    ld->s = sdc_weight_convert_copy(w, SDC_TYPE_F16, ne, NULL, out);
 }
 
 static void load_swiglu(loader *ld, swiglu *s, const char *base, int hidden, int mlp) {
@@ -254,10 +233,10 @@ fail:
 
 void sdc_minit2i_free(sdc_minit2i *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_owned; i++) free(m->owned[i].data);
+    for (int i = 0; i < m->n_owned; i++) sdc_buffer_free(m->owned[i].buffer);
     free(m->owned);
-    free(m->proj1.data);
-    free(m->proj2.data);
+    sdc_buffer_free(m->proj1.buffer);
+    sdc_buffer_free(m->proj2.buffer);
     free(m->pre);
     free(m->dbl);
     free(m->mask_token);
@@ -400,11 +379,13 @@ sdc_status sdc_minit2i_encode_text(sdc_minit2i *m, sdc_backend *be, const float 
     sdc_graph_mark_output(g, txt);
     sdc_status s = sdc_graph_status(g);
     if (s == SDC_OK) {
-        in->data = host;
-        cos_t->data = rc;
-        sin_t->data = rs;
-        s = sdc_backend_compute(be, g, cb, cb_user);
-        if (s == SDC_OK) memcpy(out, txt->data, (size_t)L * c->hidden * sizeof(float));
+        const sdc_input_data inputs[] = {{in, host, ctx_n * sizeof(float)},
+                                         {cos_t, rc, half * L * sizeof(float)},
+                                         {sin_t, rs, half * L * sizeof(float)}};
+        s = sdc_backend_set_inputs(be, g, inputs, 3);
+        if (s == SDC_OK) s = sdc_backend_compute(be, g, cb, cb_user);
+        if (s == SDC_OK)
+            s = sdc_backend_tensor_get(be, txt, out, 0, (size_t)L * c->hidden * sizeof(float));
     } else {
         s = sdc_fail(s, "minit2i: building the text graph: %s", sdc_graph_error(g));
     }
@@ -446,6 +427,7 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
     }
     float *host = malloc(n_patch * sizeof(float));
     if (!host) return sdc_fail(SDC_ERR_NO_MEMORY, "minit2i: out of memory");
+    void *ytmp = NULL; /* the output's host copy, when it lives on a device */
     float *patches = host, *pos = m->tab_pos, *rc = m->tab_cos, *rs = m->tab_sin;
     /* patchify: feature kx + p*ky + p*p*c of token (ty, tx), the conv weight's order */
     for (int b = 0; b < B; b++)
@@ -515,14 +497,18 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
         s = sdc_fail(s, "minit2i: building the graph: %s", sdc_graph_error(g));
         goto done;
     }
-    in->data = patches;
-    pos_t->data = pos;
-    cos_t->data = rc;
-    sin_t->data = rs;
-    txt_in->data = (void *)txt;
+    const sdc_input_data inputs[] = {{in, patches, n_patch * sizeof(float)},
+                                     {pos_t, pos, n_pos * sizeof(float)},
+                                     {cos_t, rc, n_rope * sizeof(float)},
+                                     {sin_t, rs, n_rope * sizeof(float)},
+                                     {txt_in, txt, (size_t)c->hidden * Lt * B * sizeof(float)}};
+    if ((s = sdc_backend_set_inputs(be, g, inputs, 5)) != SDC_OK) goto done;
     if ((s = sdc_backend_compute(be, g, cb, cb_user)) != SDC_OK) goto done;
+    /* unpatchify straight from the output where the host can read it (the CPU's scratch) */
+    const void *ymap;
+    if ((s = sdc_tensor_map_read(y, &ymap, &ytmp)) != SDC_OK) goto done;
     /* unpatchify: feature (py*p + px)*C + ch of token (ty, tx) -> pixel (ch, ty*p+py, tx*p+px) */
-    const float *yd = y->data;
+    const float *yd = ymap;
     for (int b = 0; b < B; b++)
         for (int ty = 0; ty < gh; ty++)
             for (int tx = 0; tx < gw; tx++) {
@@ -534,6 +520,7 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
                                 px] = f[(py * p + px) * C + ch];
             }
 done:
+    free(ytmp);
     sdc_graph_free(g);
     free(host);
     return s;

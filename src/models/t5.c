@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend.h"
+#include "core/buffer.h"
 #include "core/ops.h"
 
 typedef struct t5_layer {
@@ -17,7 +19,7 @@ struct sdc_t5 {
     sdc_tensor *embed, *final_ln;
     t5_layer *layers;
     float *rel_table; /* [n_buckets][n_heads] from block 0 */
-    /* norm weights converted to F32 when stored otherwise */
+    /* norm weights converted to F32 when stored otherwise, each in a host weight buffer */
     sdc_tensor *owned;
     int n_owned;
 };
@@ -42,14 +44,12 @@ static sdc_status f32_norm_weight(sdc_t5 *m, sdc_tensor *w, sdc_tensor **out) {
         *out = w;
         return SDC_OK;
     }
-    sdc_tensor *t = &m->owned[m->n_owned++];
-    *t = *w;
-    t->type = SDC_TYPE_F32;
-    sdc_tensor_set_contiguous_strides(t);
-    t->data = malloc((size_t)sdc_tensor_nelements(t) * sizeof(float));
-    if (!t->data) return sdc_fail(SDC_ERR_NO_MEMORY, "t5: out of memory");
+    sdc_tensor *t = &m->owned[m->n_owned];
+    sdc_status s = sdc_weight_convert_copy(w, SDC_TYPE_F32, NULL, NULL, t);
+    if (s != SDC_OK) return s;
+    m->n_owned++; /* freed with the model */
     *out = t;
-    return sdc_weight_to_f32(w, t->data);
+    return SDC_OK;
 }
 
 sdc_status sdc_t5_load(const sdc_weight_source *ws, const char *prefix, sdc_t5 **out) {
@@ -158,7 +158,7 @@ fail:
 
 void sdc_t5_free(sdc_t5 *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_owned; i++) free(m->owned[i].data);
+    for (int i = 0; i < m->n_owned; i++) sdc_buffer_free(m->owned[i].buffer);
     free(m->owned);
     free(m->layers);
     free(m->rel_table);
@@ -216,7 +216,7 @@ sdc_status sdc_t5_encode(sdc_t5 *m, sdc_backend *be, const int32_t *ids, int n, 
         goto done;
     }
     {
-        /* inputs given data before compute are used in place (the planner skips them) */
+        /* host arrays for the inputs: used in place where the backend computes on host memory */
         int32_t *idbuf = malloc((size_t)n * sizeof(int32_t));
         float *bbuf = malloc((size_t)n * n * c->n_heads * sizeof(float));
         if (!idbuf || !bbuf) {
@@ -232,10 +232,12 @@ sdc_status sdc_t5_encode(sdc_t5 *m, sdc_backend *be, const int32_t *ids, int n, 
                     int b = sdc_t5_relative_bucket(ki - qi, c->n_buckets, c->max_distance);
                     bbuf[((size_t)h * n + qi) * n + ki] = m->rel_table[(size_t)b * c->n_heads + h];
                 }
-        tok->data = idbuf;
-        bias->data = bbuf;
-        s = sdc_backend_compute(be, g, cb, cb_user);
-        if (s == SDC_OK) memcpy(out, x->data, (size_t)n * c->d_model * sizeof(float));
+        const sdc_input_data inputs[] = {{tok, idbuf, (size_t)n * sizeof(int32_t)},
+                                         {bias, bbuf, (size_t)n * n * c->n_heads * sizeof(float)}};
+        s = sdc_backend_set_inputs(be, g, inputs, 2);
+        if (s == SDC_OK) s = sdc_backend_compute(be, g, cb, cb_user);
+        if (s == SDC_OK)
+            s = sdc_backend_tensor_get(be, x, out, 0, (size_t)n * c->d_model * sizeof(float));
         free(idbuf);
         free(bbuf);
     }

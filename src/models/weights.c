@@ -1,6 +1,11 @@
 #include "models/weights.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "core/backend.h"
+#include "core/buffer.h"
+#include "core/fp16.h"
 
 sdc_tensor *sdc_weight_find(const sdc_weight_source *ws, const char *prefix, const char *name) {
     char full[512];
@@ -41,8 +46,59 @@ sdc_status sdc_weight_to_f32(const sdc_tensor *w, float *dst) {
                         w->name, sdc_type_name(w->type));
     if (!sdc_tensor_is_contiguous(w))
         return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s' is not contiguous", w->name);
+    if (sdc_tensor_nelements(w) == 0) return SDC_OK;
+    /* the weight itself where it is host memory, else a copy through its backend */
+    const void *p;
+    void *tmp;
+    sdc_status s = sdc_tensor_map_read(w, &p, &tmp);
+    if (s != SDC_OK) return s;
     int64_t rows = sdc_tensor_nrows(w);
     for (int64_t r = 0; r < rows; r++)
-        tr->to_float((const char *)w->data + (size_t)r * w->nb[1], dst + r * w->ne[0], w->ne[0]);
+        tr->to_float((const char *)p + (size_t)r * w->nb[1], dst + r * w->ne[0], w->ne[0]);
+    free(tmp);
+    return SDC_OK;
+}
+
+sdc_status sdc_weight_convert_copy(const sdc_tensor *w, sdc_type type, const int64_t *ne,
+                                   sdc_backend *be, sdc_tensor *out) {
+    int64_t cnt = sdc_tensor_nelements(w);
+    sdc_tensor t = {0};
+    t.type = type;
+    for (int i = 0; i < SDC_MAX_DIMS; i++) t.ne[i] = ne ? ne[i] : w->ne[i];
+    sdc_tensor_set_contiguous_strides(&t);
+    t.flags = SDC_TENSOR_PARAM;
+    t.index = -1;
+    t.plan_offset = -1;
+    t.last_use = -1;
+    snprintf(t.name, sizeof t.name, "%s", w->name);
+    *out = t;
+    if (type != SDC_TYPE_F32 && type != SDC_TYPE_F16)
+        return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s': copies are f32 or f16, not %s", w->name,
+                        sdc_type_name(type));
+    if (sdc_tensor_nelements(&t) != cnt)
+        return sdc_fail(SDC_ERR_FORMAT, "tensor '%s': %lld values do not fill the shape %s",
+                        w->name, (long long)cnt, sdc_tensor_shape_str(&t, (char[64]){0}, 64));
+    size_t bytes = sdc_tensor_nbytes(&t);
+    float *host = malloc(cnt ? (size_t)cnt * sizeof(float) : 1);
+    sdc_fp16 *half = type == SDC_TYPE_F16 ? malloc(cnt ? (size_t)cnt * sizeof *half : 1) : NULL;
+    if (!host || (type == SDC_TYPE_F16 && !half)) {
+        free(host);
+        free(half);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "tensor '%s': out of memory", w->name);
+    }
+    sdc_status s = sdc_weight_to_f32(w, host);
+    if (s == SDC_OK && half)
+        for (int64_t i = 0; i < cnt; i++) half[i] = sdc_f32_to_fp16(host[i]);
+    sdc_buffer *buf = NULL;
+    if (s == SDC_OK) s = sdc_buffer_alloc(be, bytes, SDC_BUFFER_WEIGHTS, &buf);
+    if (s == SDC_OK) s = sdc_buffer_place(buf, &t, 0);
+    if (s == SDC_OK) s = sdc_backend_tensor_set(be, &t, half ? (void *)half : host, 0, bytes);
+    free(host);
+    free(half);
+    if (s != SDC_OK) {
+        sdc_buffer_free(buf);
+        return s;
+    }
+    *out = t;
     return SDC_OK;
 }

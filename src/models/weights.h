@@ -20,4 +20,13 @@ sdc_status sdc_weight_require(const sdc_weight_source *ws, const char *prefix, c
 /* Copies any float-typed weight to F32 host memory (n = its element count). */
 sdc_status sdc_weight_to_f32(const sdc_tensor *w, float *dst);
 
+struct sdc_backend;
+/* A converted copy of weight w for kernels that want another type (norms in F32, conv
+ * weights in F16): type F32 or F16, shape ne (same element count; NULL: w's), contiguous,
+ * in a weights buffer of its own from backend `be` (NULL: host memory). Converted on the
+ * host and written through the backend, so a device can hold it. *out is overwritten;
+ * free with sdc_buffer_free(out->buffer). */
+sdc_status sdc_weight_convert_copy(const sdc_tensor *w, sdc_type type, const int64_t *ne,
+                                   struct sdc_backend *be, sdc_tensor *out);
+
 #endif

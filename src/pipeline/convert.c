@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "cpu/quant_dispatch.h"
 #include "io/gguf.h"
+#include "core/buffer.h"
 #include "io/model_loader.h"
 #include "io/safetensors_writer.h"
 #include "pipeline/imatrix.h"
@@ -117,14 +118,15 @@ static bool quantised_needs_importance(sdc_type t) {
 /* ---- conversion on load ---- */
 
 struct sdc_converted_weights {
-    void **data; /* malloc'd conversions */
+    sdc_buffer **data; /* per converted tensor: its host weights buffer, or for a spilled one
+                        * a host-mapped buffer describing its part of the spill file */
     int n;
     sdc_spill *spill; /* conversions of "disk" modules, NULL if none */
 };
 
 void sdc_converted_weights_free(sdc_converted_weights *c) {
     if (!c) return;
-    for (int i = 0; i < c->n; i++) free(c->data[i]);
+    for (int i = 0; i < c->n; i++) sdc_buffer_free(c->data[i]);
     free(c->data);
     sdc_spill_free(c->spill);
     free(c);
@@ -190,7 +192,16 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         if (to == t->type) continue;
         size_t bytes = converted_bytes(t, to);
         bool to_disk = c->spill && spill->to_spill(t->name, spill->user);
-        void *d = to_disk ? sdc_spill_alloc(c->spill, bytes) : malloc(bytes ? bytes : 1);
+        sdc_buffer *buf = NULL;
+        void *d = NULL;
+        if (to_disk) {
+            /* the spill owns its file mapping: the buffer only describes this tensor's part */
+            d = sdc_spill_alloc(c->spill, bytes);
+            if (d && sdc_buffer_wrap(NULL, d, bytes, SDC_BUFFER_HOST_MAPPED, &buf) != SDC_OK)
+                d = NULL;
+        } else if (sdc_buffer_alloc(NULL, bytes, SDC_BUFFER_WEIGHTS, &buf) == SDC_OK) {
+            d = buf->base;
+        }
         if (!d) {
             s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory converting '%s'", t->name);
             break;
@@ -201,18 +212,18 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         s = sdc_convert_tensor_data(t, to, d, imp, pool);
         free(imp);
         if (s != SDC_OK) {
-            if (!to_disk) free(d);
+            sdc_buffer_free(buf); /* a spill wrapper: only the description */
             break;
         }
+        c->data[c->n++] = buf;
         if (to_disk) {
             spilled++;
             sdc_spill_release(c->spill, d, bytes); /* written: not needed until its phase */
-        } else {
-            c->data[c->n++] = d;
         }
         sdc_loader_release_tensor_pages(l, t); /* the source is read: drop its pages */
         t->type = to;
         t->data = d;
+        t->buffer = buf;
         sdc_tensor_set_contiguous_strides(t);
         converted++;
     }

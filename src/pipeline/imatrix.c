@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buffer.h"
 #include "core/log.h"
 #include "io/model_loader.h"
 #include "io/name_index.h"
@@ -150,18 +151,21 @@ bool sdc_imatrix_eval_cb(sdc_tensor *t, bool ask, void *user) {
     /* rows and planes by strides (x may be a view); ne[0] is contiguous for matmul */
     if (x->nb[0] != sizeof(float) || x->nb[1] % sizeof(float) || x->nb[2] % sizeof(float))
         return true;
-    for (int64_t i3 = 0; i3 < x->ne[3]; i3++) {
-        sdc_status s = sdc_imatrix_add(
-            im, w->name, (const float *)((const char *)x->data + i3 * x->nb[3]), x->ne[0], x->ne[1],
-            x->ne[2], (int64_t)(x->nb[1] / sizeof(float)), (int64_t)(x->nb[2] / sizeof(float)));
-        if (s != SDC_OK) {
-            im->error = s;
-            snprintf(im->error_msg, sizeof im->error_msg, "%s", sdc_last_error());
-            SDC_LOGW("%s", im->error_msg);
-            return true; /* generation goes on; the save reports it */
-        }
+    /* x's bytes as the host sees them: in place for host memory, else a copy from its device */
+    const void *xd;
+    void *tmp;
+    sdc_status s = sdc_tensor_map_read(x, &xd, &tmp);
+    for (int64_t i3 = 0; i3 < x->ne[3] && s == SDC_OK; i3++)
+        s = sdc_imatrix_add(im, w->name, (const float *)((const char *)xd + i3 * x->nb[3]),
+                            x->ne[0], x->ne[1], x->ne[2], (int64_t)(x->nb[1] / sizeof(float)),
+                            (int64_t)(x->nb[2] / sizeof(float)));
+    free(tmp);
+    if (s != SDC_OK) {
+        im->error = s;
+        snprintf(im->error_msg, sizeof im->error_msg, "%s", sdc_last_error());
+        SDC_LOGW("%s", im->error_msg);
     }
-    return true;
+    return true; /* on errors too: generation goes on; the save reports it */
 }
 
 bool sdc_imatrix_values(const sdc_imatrix *im, int i, float *out) {
