@@ -86,6 +86,44 @@ static sdc_status check_unused_components(const sdc_context_params *p, const cha
     return SDC_OK;
 }
 
+/* Options that are hints where the family or device makes them moot get one warning;
+ * those that would change the picture are refused. */
+static sdc_status check_options(const sdc_context_params *p, const sdc_family_desc *d,
+                                const sdc_module_place *diffusion_place) {
+    const char *fam = d->name;
+    bool pixel = d->first_stage == SDC_FIRST_STAGE_NONE;
+    if (p->prediction && *p->prediction) {
+        sdc_prediction want;
+        sdc_status s = sdc_prediction_from_name(p->prediction, &want);
+        if (s != SDC_OK) return s;
+        sdc_family_defaults def;
+        sdc_registry_defaults(d, NULL, &def);
+        if (want != def.prediction)
+            return sdc_fail(SDC_ERR_UNSUPPORTED,
+                            "--prediction %s: %s is a %s model; another prediction type would "
+                            "give a wrong image",
+                            p->prediction, fam, sdc_prediction_name(def.prediction));
+    }
+    if (p->embeddings_dir)
+        SDC_LOGW("--embd-dir: textual-inversion embeddings do not apply to %s (no CLIP text "
+                 "encoder); ignored",
+                 fam);
+    if (p->lora_model_dir)
+        SDC_LOGW("--lora-model-dir: LoRA is not supported yet; the folder is not read");
+    if (p->vae_on_cpu && pixel)
+        SDC_LOGW("--vae-on-cpu: %s works in pixel space and has no VAE; ignored", fam);
+    if (p->vae_tiling && pixel)
+        SDC_LOGW("--vae-tiling: %s works in pixel space and has no VAE; ignored", fam);
+    if (p->diffusion_flash_attn)
+        SDC_LOGW("--diffusion-fa: attention is always fused (flash-style) here; nothing to "
+                 "switch on");
+    if (p->offload_to_cpu && sdc_devices_get(diffusion_place->device[0]) &&
+        sdc_devices_get(diffusion_place->device[0])->kind == SDC_DEVICE_CPU)
+        SDC_LOGW("--offload-to-cpu: the model already runs on the CPU, its weights stay in "
+                 "RAM; nothing to offload");
+    return SDC_OK;
+}
+
 static sdc_status open_files(sdc_context *ctx, const sdc_context_params *p) {
     sdc_status s = sdc_loader_create(&ctx->weights);
     if (s != SDC_OK) return s;
@@ -269,7 +307,10 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     if ((s = open_files(ctx, &p)) != SDC_OK) goto fail;
     if ((s = detect_family(ctx)) != SDC_OK) goto fail;
     sdc_family_load_fn load = sdc_family_loader(ctx->family);
-    if ((s = check_unused_components(&p, ctx->family_desc->name)) != SDC_OK) goto fail;
+    if ((s = check_unused_components(&p, ctx->family_desc->name)) != SDC_OK ||
+        (s = check_options(&p, ctx->family_desc, &ctx->placement.module[SDC_MODULE_DIFFUSION])) !=
+            SDC_OK)
+        goto fail;
     sdc_convert_spill spill = {tensor_on_disk, &ctx->placement};
     /* --type / --tensor-type-rules: the loaded weights are converted into our own memory,
      * dropping each source tensor's file pages once read (release_pages only ever drops
