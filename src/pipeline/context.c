@@ -186,7 +186,6 @@ static void log_loaded(sdc_context *ctx) {
     sdc_placement_describe(&ctx->placement, place, sizeof place);
     snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s",
              ctx->family_desc->name, files, types, place);
-    SDC_LOGI("loaded %s", ctx->description);
     SDC_LOGI("%s", ctx->m.summary);
 }
 
@@ -221,11 +220,12 @@ bool sdc_module_owns_tensor(sdc_module m, const char *name) {
 }
 
 void sdc_context_end_phase(sdc_context *ctx, sdc_module m) {
-    sdc_params_location where = ctx->placement.module[m].params;
-    if (where == SDC_PARAMS_CPU) return; /* kept resident by request */
-    /* default: the text encoders run once per generation, their mapped pages go;
-     * the other modules keep theirs unless asked ("disk") */
-    if (where != SDC_PARAMS_DISK && m != SDC_MODULE_TE) return;
+    const sdc_module_place *pl = &ctx->placement.module[m];
+    /* asked for a device or host RAM: the weights stay resident for the next generation;
+     * by default only the text encoders' mapped pages go (they run once per generation
+     * and re-read from the page cache at no measurable cost); "disk": any module's
+     * pages go, converted weights included */
+    if (pl->params_given ? pl->params != SDC_PARAMS_DISK : m != SDC_MODULE_TE) return;
     for (int i = 0; i < sdc_loader_tensor_count(ctx->weights); i++) {
         sdc_tensor *t = sdc_loader_tensor_at(ctx->weights, i);
         if (!sdc_module_owns_tensor(m, t->name)) continue;

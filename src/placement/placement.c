@@ -273,6 +273,7 @@ sdc_status sdc_placement_parse_specs(const char *backend, const char *params_bac
             snprintf(what, sizeof what, "'%s=%s'", pas.module_key[m], v);
         else if (v)
             snprintf(what, sizeof what, "'%s'", v);
+        pl->params_given = v != NULL;
         if (v && (s = resolve_params("--params-backend", what, v, pl)) != SDC_OK) goto done;
         if (pl->n_devices > 1 && first_split < 0) first_split = m;
     }

@@ -39,6 +39,7 @@ typedef struct sdc_module_place {
     int device[SDC_MAX_SPLIT]; /* registry indices (placement/devices.h); [0] = main device */
     int n_devices;             /* > 1: split across the listed devices (a&b) */
     sdc_params_location params;
+    bool params_given; /* --params-backend named it (else the pipeline's default applies) */
     /* device whose memory holds the weights: device[0] for _DEVICE, the named CPU device
      * for _CPU, -1 for _DISK */
     int params_device;
