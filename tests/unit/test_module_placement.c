@@ -38,8 +38,10 @@ static sdc_image *generate(const variant *v) {
     sdc_status s = sdc_context_create(&cp, &ctx);
     CHECK(s == SDC_OK, "%s: context: %s", v->label, sdc_last_error());
     if (v->expect_log)
-        CHECK(strstr(g_log, v->expect_log) != NULL, "%s: the load logs '%s' (log: %s)", v->label,
-              v->expect_log, g_log);
+        CHECK(strstr(g_log, v->expect_log) ||
+                  (ctx && strstr(sdc_context_describe(ctx), v->expect_log)),
+              "%s: the load logs or describes '%s' (log: %s; described: %s)", v->label,
+              v->expect_log, g_log, ctx ? sdc_context_describe(ctx) : "");
     if (s != SDC_OK) return NULL;
     sdc_generate_params p;
     sdc_generate_params_init(&p);
