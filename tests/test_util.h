@@ -54,6 +54,23 @@ static inline double t_rel_l2(const float *a, const double *ref, long n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* A whole file in malloc'd memory with a NUL after it (NULL if unreadable). */
+static inline unsigned char *t_read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char *buf = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
+        fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) buf[n] = 0;
+    if (size) *size = buf ? (size_t)n : 0;
+    return buf;
+}
+
 #define GOLDEN(path) SDC_GOLDEN_DIR "/" path
 
 #endif

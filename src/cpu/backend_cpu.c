@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/backend.h"
 #include "cpu/cpu_features.h"
 #include "cpu/cpu_ops.h"
@@ -109,12 +110,6 @@ static size_t node_work_size(const sdc_tensor *node, void *user) {
     return f ? f(node, ((work_ctx *)user)->nth) : 0;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* multiply-adds x 2 of the ops that dominate, for the profile's GFLOP/s column */
 static double node_flops(const sdc_tensor *t) {
     if (t->op == SDC_OP_MATMUL)
@@ -142,11 +137,11 @@ static void run_graph(void *arg, int ith, int nth) {
             if (ith == 0) rs->observe = rs->cb(t, true, rs->cb_user);
             sdc_cpu_barrier(&p);
         }
-        double t0 = rs->profile && ith == 0 ? now_seconds() : 0;
+        double t0 = rs->profile && ith == 0 ? sdc_now_seconds() : 0;
         sdc_cpu_kernel_for(t->op)(&p, t);
         sdc_cpu_barrier(&p);
         if (rs->profile && ith == 0) {
-            rs->profile->seconds[t->op] += now_seconds() - t0;
+            rs->profile->seconds[t->op] += sdc_now_seconds() - t0;
             rs->profile->count[t->op]++;
             rs->profile->flops[t->op] += node_flops(t);
         }

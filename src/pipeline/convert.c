@@ -3,6 +3,7 @@
  * (pipeline/quant_rules.h), one tensor at a time: the source stays mmapped and its pages
  * are dropped as we go, the output is produced by the writer's per-tensor callback, and
  * each tensor's rows are quantised by all threads. */
+#include "core/clock.h"
 #include "pipeline/convert.h"
 
 #include "io/spill.h"
@@ -269,12 +270,6 @@ typedef struct convert_state {
     double t0;
 } convert_state;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static sdc_status produce(convert_state *cs, int i, void *dst, size_t nbytes) {
     out_tensor *o = &cs->t[i];
     size_t want = sdc_type_row_bytes(o->type, o->src->ne[0]) * (size_t)sdc_tensor_nrows(o->src);
@@ -295,7 +290,7 @@ static sdc_status produce(convert_state *cs, int i, void *dst, size_t nbytes) {
         }
     }
     if (i % 64 == 63 || i == cs->n - 1)
-        SDC_LOGI("convert: %d/%d tensors, %.1fs", i + 1, cs->n, now_s() - cs->t0);
+        SDC_LOGI("convert: %d/%d tensors, %.1fs", i + 1, cs->n, sdc_now_seconds() - cs->t0);
     return s;
 }
 
@@ -461,7 +456,7 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
     cs.n = sdc_loader_tensor_count(l);
     cs.t = calloc((size_t)cs.n + 1, sizeof *cs.t);
     cs.pool = sdc_threadpool_create(p->n_threads);
-    cs.t0 = now_s();
+    cs.t0 = sdc_now_seconds();
     if (!cs.t || !cs.pool) {
         s = sdc_fail(SDC_ERR_NO_MEMORY, "convert: out of memory");
         goto done;
@@ -489,7 +484,7 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
     if (s != SDC_OK) remove(tmp);
     if (s == SDC_OK)
         SDC_LOGI("convert: wrote %s in %.2fs (%d tensors quantised with importances)",
-                 p->output_path, now_s() - cs.t0, cs.with_imatrix);
+                 p->output_path, sdc_now_seconds() - cs.t0, cs.with_imatrix);
 done:
     sdc_threadpool_free(cs.pool);
     free(cs.t);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "pipeline/stages.h"
 #include "sampling/defaults.h"
@@ -36,12 +37,6 @@ void sdc_free_images(sdc_image *images, int count) {
     if (!images) return;
     for (int i = 0; i < count; i++) free(images[i].data);
     free(images);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static uint64_t random_seed(void) {
@@ -229,10 +224,10 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
             sdc_stage_mask_to_keep(p->mask_image, ctx->m.first_stage.downscale, &g->shape, g->keep);
         }
     }
-    double t0 = now_seconds();
+    double t0 = sdc_now_seconds();
     if ((s = sdc_stage_condition(ctx, p, p->cfg_scale != 1.0f, &g->cond, &g->uncond)) != SDC_OK)
         return s;
-    SDC_LOGI("text encoded in %.2fs (%d tokens)", now_seconds() - t0, g->cond.n_tokens);
+    SDC_LOGI("text encoded in %.2fs (%d tokens)", sdc_now_seconds() - t0, g->cond.n_tokens);
     return SDC_OK;
 }
 

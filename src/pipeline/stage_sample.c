@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "pipeline/stages.h"
 #include "sampling/guidance.h"
@@ -21,12 +22,6 @@ typedef struct sample_state {
     int step;                   /* steps completed */
     double step_start;
 } sample_state;
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static sdc_status not_finite(const sample_state *st, const char *what, const float *v, int64_t n) {
     int64_t bad = sdc_first_non_finite(v, n);
@@ -107,7 +102,7 @@ static int on_step(void *user, int step, int steps, const float *x) {
             p->preview(step, steps, &img, p->preview_user);
         free(img.data);
     }
-    double t = now_seconds();
+    double t = sdc_now_seconds();
     if (p->progress) p->progress(step, steps, t - st->step_start, p->progress_user);
     st->step_start = t;
     return atomic_load(&st->ctx->cancel);
@@ -138,7 +133,7 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
     const sdc_latent_shape *sh = &job->shape;
     if (p->latent)
         p->latent(0, job->n_sigmas - 1, x, sh->channels, sh->width, sh->height, p->latent_user);
-    st.step_start = now_seconds();
+    st.step_start = sdc_now_seconds();
     sdc_status s = sdc_sample(&sp, job->sigmas, job->n_sigmas, denoise, &st, x, n);
     if (s == SDC_OK && atomic_load(&ctx->cancel))
         s = sdc_fail(SDC_ERR_CANCELLED, "generation cancelled");

@@ -10,18 +10,6 @@
 
 #include <stdint.h>
 
-static unsigned char *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n);
-    *size = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    return b;
-}
-
 static void test_golden_roundtrip(const unsigned char *file, size_t size) {
     sdc_imatrix *im;
     sdc_imatrix_create(&im);
@@ -257,7 +245,7 @@ static void test_pipeline(const unsigned char *file, size_t size) {
 
 int main(void) {
     size_t size = 0;
-    unsigned char *file = read_all(GOLDEN("imatrix/imatrix.dat"), &size);
+    unsigned char *file = t_read_file(GOLDEN("imatrix/imatrix.dat"), &size);
     CHECK(file && size == 29691, "golden imatrix.dat (%zu bytes)", size);
     if (!file) TEST_MAIN_END();
     test_golden_roundtrip(file, size);

@@ -12,26 +12,10 @@
 #define T5  GOLDEN("minit2i/minit2i_a_t5_f32.safetensors")
 #define TOK GOLDEN("tokenizer/tokenizer.json")
 
-static unsigned char *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
 /* Writes a copy of `src` to `dst` with element `index` of tensor `name` set to v. */
 static int poke(const char *src, const char *dst, const char *name, long index, float v) {
     size_t size;
-    unsigned char *buf = read_file(src, &size);
+    unsigned char *buf = t_read_file(src, &size);
     if (!buf) return -1;
     sdc_st_file *st = NULL;
     int rc = -1;

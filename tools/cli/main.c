@@ -316,9 +316,8 @@ static int generate(sdc_cli_args *a) {
         sdc_image_free(&mask);
         return fail("%s", library_error(st));
     }
-    if (a->verbose)
-        fprintf(stderr, "sdc: loaded in %.2fs: %s\n", now_seconds() - t0,
-                sdc_context_describe(rs.ctx));
+    fprintf(stderr, "sdc: loaded in %.2fs: %s\n", now_seconds() - t0,
+            sdc_context_describe(rs.ctx));
 
     sdc_cli_progress_init(&rs.bar, stderr);
     gp.progress = on_progress;
