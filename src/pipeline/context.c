@@ -18,6 +18,7 @@
 #include "pipeline/convert.h"
 #include "pipeline/registry.h"
 #include "placement/devices.h"
+#include "placement/split.h"
 #include "sampling/defaults.h"
 #include "sampling/samplers.h"
 #include "sampling/schedulers.h"
@@ -264,12 +265,35 @@ static sdc_status backend_for(sdc_context *ctx, int device, int n_threads, sdc_b
     return SDC_OK;
 }
 
+/* A module split across devices (a&b) runs on a split backend over theirs; it is owned
+ * with the others (device -1: never shared). */
+static sdc_status split_backend_for(sdc_context *ctx, sdc_module m, int n_threads,
+                                    sdc_backend **out) {
+    const sdc_module_place *pl = &ctx->placement.module[m];
+    sdc_backend *kids[SDC_MAX_SPLIT];
+    for (int i = 0; i < pl->n_devices; i++) {
+        sdc_status s = backend_for(ctx, pl->device[i], n_threads, &kids[i]);
+        if (s != SDC_OK) return s;
+    }
+    if (ctx->n_backends == SDC_CTX_MAX_BACKENDS)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "placement: more than %d backends in use",
+                        SDC_CTX_MAX_BACKENDS);
+    sdc_backend *be = sdc_split_backend_create(sdc_module_name(m), kids, pl->device, pl->n_devices);
+    if (!be) return sdc_fail_prefix(SDC_ERR_UNSUPPORTED, "placement: ");
+    ctx->backend_device[ctx->n_backends] = -1;
+    ctx->backends[ctx->n_backends++] = be;
+    *out = be;
+    return SDC_OK;
+}
+
 static sdc_status create_backends(sdc_context *ctx, int n_threads) {
     const sdc_module mods[3] = {SDC_MODULE_TE, SDC_MODULE_DIFFUSION, SDC_MODULE_VAE};
     sdc_stage_env *envs[3] = {&ctx->env_cond, &ctx->env_diffusion, &ctx->env_first_stage};
     for (int i = 0; i < 3; i++) {
-        sdc_status s = backend_for(ctx, ctx->placement.module[mods[i]].device[0], n_threads,
-                                   &envs[i]->backend);
+        const sdc_module_place *pl = &ctx->placement.module[mods[i]];
+        sdc_status s = pl->n_devices > 1
+                           ? split_backend_for(ctx, mods[i], n_threads, &envs[i]->backend)
+                           : backend_for(ctx, pl->device[0], n_threads, &envs[i]->backend);
         if (s != SDC_OK) return s;
     }
     sdc_context_sync_envs(ctx);

@@ -1,0 +1,67 @@
+/* The layer split's partitioner: contiguous block ranges sized by the devices' budgets. */
+#include "placement/split.h"
+
+#include <stdio.h>
+
+static double mib(uint64_t b) {
+    return (double)b / (1024.0 * 1024.0);
+}
+
+/* Fills first[] greedily: each device takes blocks while they fit its cap and, when
+ * `targets` is given, while the block's middle lies before the device's cumulative target.
+ * Returns the number of blocks placed. */
+static int fill(const uint64_t *w, int n, const uint64_t *cap, const double *targets, int n_dev,
+                int *first) {
+    int i = 0;
+    double done = 0; /* bytes of blocks before block i */
+    for (int d = 0; d < n_dev; d++) {
+        first[d] = i;
+        uint64_t have = 0;
+        while (i < n) {
+            if (targets && d < n_dev - 1 && done + 0.5 * (double)w[i] >= targets[d]) break;
+            if (have + w[i] > cap[d]) break;
+            have += w[i];
+            done += (double)w[i];
+            i++;
+        }
+    }
+    first[n_dev] = i;
+    return i;
+}
+
+sdc_status sdc_split_partition(const uint64_t *block_bytes, int n_blocks, uint64_t main_bytes,
+                               const uint64_t *budget, const uint64_t *headroom, int n_dev,
+                               int *first) {
+    if (n_dev < 1 || n_dev > SDC_MAX_SPLIT || n_blocks < 0)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "split: %d devices, %d blocks", n_dev, n_blocks);
+    uint64_t cap[SDC_MAX_SPLIT], total_cap = 0, total = 0;
+    for (int d = 0; d < n_dev; d++) {
+        uint64_t reserve = headroom[d] + (d == 0 ? main_bytes : 0);
+        if (d == 0 && budget[0] < reserve)
+            return sdc_fail(SDC_ERR_NO_MEMORY,
+                            "split: the main device's budget (%.2f MiB) cannot hold the weights "
+                            "outside the blocks (%.2f MiB) and the compute headroom (%.2f MiB)",
+                            mib(budget[0]), mib(main_bytes), mib(headroom[0]));
+        cap[d] = budget[d] > reserve ? budget[d] - reserve : 0;
+        total_cap += cap[d];
+    }
+    for (int i = 0; i < n_blocks; i++) total += block_bytes[i];
+    if (total > total_cap)
+        return sdc_fail(SDC_ERR_NO_MEMORY,
+                        "split: %d blocks of %.2f MiB do not fit: the %d devices' budgets leave "
+                        "%.2f MiB after the compute headroom and the main device's other weights",
+                        n_blocks, mib(total), n_dev, mib(total_cap));
+    double targets[SDC_MAX_SPLIT], acc = 0;
+    for (int d = 0; d < n_dev; d++) {
+        acc += (double)cap[d];
+        targets[d] = total_cap ? (double)total * acc / (double)total_cap : 0;
+    }
+    if (fill(block_bytes, n_blocks, cap, targets, n_dev, first) == n_blocks) return SDC_OK;
+    /* the proportional ranges overflow a device (blocks are indivisible): fill by cap */
+    int placed = fill(block_bytes, n_blocks, cap, NULL, n_dev, first);
+    if (placed == n_blocks) return SDC_OK;
+    return sdc_fail(SDC_ERR_NO_MEMORY,
+                    "split: block %d (%.2f MiB) and the %d after it fit on no device: the "
+                    "budgets hold %.2f MiB in all but not in contiguous ranges",
+                    placed, mib(block_bytes[placed]), n_blocks - placed - 1, mib(total_cap));
+}
