@@ -355,7 +355,8 @@ fail:
 
 void sdc_context_free(sdc_context *ctx) {
     if (!ctx) return;
-    for (int i = 0; i < ctx->n_backends; i++) sdc_backend_free(ctx->backends[i]);
+    /* newest first: a split backend's buffers come from the device backends before it */
+    for (int i = ctx->n_backends - 1; i >= 0; i--) sdc_backend_free(ctx->backends[i]);
     if (ctx->m.free_state) ctx->m.free_state(ctx->m.state);
     sdc_loader_free(ctx->weights);
     sdc_converted_weights_free(ctx->converted);

@@ -3,8 +3,14 @@
 
 #include <stdio.h>
 
-static double mib(uint64_t b) {
-    return (double)b / (1024.0 * 1024.0);
+const char *sdc_split_bytes_str(uint64_t b, char *buf, size_t size) {
+    if (b < 1024)
+        snprintf(buf, size, "%llu bytes", (unsigned long long)b);
+    else if (b < 1024 * 1024)
+        snprintf(buf, size, "%.1f KiB", (double)b / 1024.0);
+    else
+        snprintf(buf, size, "%.2f MiB", (double)b / (1024.0 * 1024.0));
+    return buf;
 }
 
 /* Fills first[] greedily: each device takes blocks while they fit its cap and, when
@@ -37,20 +43,26 @@ sdc_status sdc_split_partition(const uint64_t *block_bytes, int n_blocks, uint64
     uint64_t cap[SDC_MAX_SPLIT], total_cap = 0, total = 0;
     for (int d = 0; d < n_dev; d++) {
         uint64_t reserve = headroom[d] + (d == 0 ? main_bytes : 0);
-        if (d == 0 && budget[0] < reserve)
+        if (d == 0 && budget[0] < reserve) {
+            char a[32], b[32], c[32];
             return sdc_fail(SDC_ERR_NO_MEMORY,
-                            "split: the main device's budget (%.2f MiB) cannot hold the weights "
-                            "outside the blocks (%.2f MiB) and the compute headroom (%.2f MiB)",
-                            mib(budget[0]), mib(main_bytes), mib(headroom[0]));
+                            "split: the main device's budget (%s) cannot hold the weights outside "
+                            "the blocks (%s) and the compute headroom (%s)",
+                            sdc_split_bytes_str(budget[0], a, sizeof a),
+                            sdc_split_bytes_str(main_bytes, b, sizeof b),
+                            sdc_split_bytes_str(headroom[0], c, sizeof c));
+        }
         cap[d] = budget[d] > reserve ? budget[d] - reserve : 0;
         total_cap += cap[d];
     }
     for (int i = 0; i < n_blocks; i++) total += block_bytes[i];
+    char a[32], b[32];
     if (total > total_cap)
         return sdc_fail(SDC_ERR_NO_MEMORY,
-                        "split: %d blocks of %.2f MiB do not fit: the %d devices' budgets leave "
-                        "%.2f MiB after the compute headroom and the main device's other weights",
-                        n_blocks, mib(total), n_dev, mib(total_cap));
+                        "split: %d blocks of %s do not fit: the %d devices' budgets leave %s "
+                        "after the compute headroom and the main device's other weights",
+                        n_blocks, sdc_split_bytes_str(total, a, sizeof a), n_dev,
+                        sdc_split_bytes_str(total_cap, b, sizeof b));
     double targets[SDC_MAX_SPLIT], acc = 0;
     for (int d = 0; d < n_dev; d++) {
         acc += (double)cap[d];
@@ -61,7 +73,8 @@ sdc_status sdc_split_partition(const uint64_t *block_bytes, int n_blocks, uint64
     int placed = fill(block_bytes, n_blocks, cap, NULL, n_dev, first);
     if (placed == n_blocks) return SDC_OK;
     return sdc_fail(SDC_ERR_NO_MEMORY,
-                    "split: block %d (%.2f MiB) and the %d after it fit on no device: the "
-                    "budgets hold %.2f MiB in all but not in contiguous ranges",
-                    placed, mib(block_bytes[placed]), n_blocks - placed - 1, mib(total_cap));
+                    "split: block %d (%s) and the %d after it fit on no device: the budgets "
+                    "hold %s in all but not in contiguous ranges",
+                    placed, sdc_split_bytes_str(block_bytes[placed], a, sizeof a),
+                    n_blocks - placed - 1, sdc_split_bytes_str(total_cap, b, sizeof b));
 }

@@ -27,10 +27,14 @@ sdc_status sdc_split_partition(const uint64_t *block_bytes, int n_blocks, uint64
                                const uint64_t *budget, const uint64_t *headroom, int n_dev,
                                int *first);
 
+/* "512 bytes", "3.5 KiB", "1.50 MiB" for messages. */
+const char *sdc_split_bytes_str(uint64_t b, char *buf, size_t size);
+
 /* What the last split compute did, per device (in the order given at creation). */
 typedef struct sdc_split_device_stats {
     int first_block, n_blocks; /* its range (n_blocks 0: none) */
     uint64_t budget;           /* what the partition planned with */
+    uint64_t headroom;         /* compute headroom it reserved (planned peak + imports) */
     uint64_t weights;          /* weight bytes of its blocks (+ non-block ones on the main) */
     uint64_t scratch_peak;     /* the largest planned scratch of its segments (allocator's) */
     uint64_t transit;          /* bytes of imported tensors it holds */

@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "cpu/cpu_ops.h"
 #include "placement/devices.h"
 #include "placement/split.h"
 
@@ -204,8 +205,34 @@ static sdc_status block_weights(sdc_graph *g, int n_blocks, uint64_t *bytes, uin
     return SDC_OK;
 }
 
-/* Partition of g's blocks; dev_of_block[b] set. Returns the number of blocks (0: none). */
-static sdc_status partition(split_impl *S, sdc_graph *g, int **dev_of_block, int *n_blocks) {
+/* The CPU kernels' per-node work bytes at the device's thread count (every child computes
+ * on host memory: the CPU backend). */
+static size_t work_of(const sdc_tensor *t, void *user) {
+    sdc_cpu_work_fn f = sdc_cpu_work_for(t->op);
+    return f ? f(t, *(const int *)user) : 0;
+}
+
+/* What the CPU backend allocates for a planned graph (cpu_graph_alloc's layout). */
+static uint64_t plan_peak(const sdc_plan_stats *ps) {
+    return align_up(ps->scratch_bytes) + ps->work_bytes;
+}
+
+/* The first guess of each device's compute headroom: g's peak planned on one device, an
+ * upper bound of what one segment needs beside its imported tensors. */
+static sdc_status base_headroom(split_impl *S, sdc_graph *g, uint64_t *head) {
+    for (int d = 0; d < S->n; d++) {
+        int nth = S->d[d].dev->n_threads > 0 ? S->d[d].dev->n_threads : 1;
+        sdc_plan_stats ps = {0};
+        sdc_status s = sdc_graph_plan(g, ALIGN, work_of, &nth, &ps);
+        if (s != SDC_OK) return s;
+        head[d] = plan_peak(&ps);
+    }
+    return SDC_OK;
+}
+
+/* Partition of g's blocks with headroom head[]; dev_of_block[b] set. *n_blocks 0: none. */
+static sdc_status partition(split_impl *S, sdc_graph *g, const uint64_t *head, int **dev_of_block,
+                            int *n_blocks) {
     int n = sdc_graph_n_nodes(g), nb = 0;
     for (int i = 0; i < n; i++)
         if (sdc_graph_get_node(g, i)->block + 1 > nb) nb = sdc_graph_get_node(g, i)->block + 1;
@@ -219,26 +246,20 @@ static sdc_status partition(split_impl *S, sdc_graph *g, int **dev_of_block, int
         return sdc_fail(SDC_ERR_NO_MEMORY, "split: out of memory");
     }
     sdc_status s = block_weights(g, nb, bytes, &main_bytes);
-    /* compute headroom: the graph's planned scratch on one device, an upper bound of what
-     * any one segment needs beside its imported tensors */
-    sdc_plan_stats ps = {0};
-    if (s == SDC_OK) s = sdc_graph_plan(g, ALIGN, NULL, NULL, &ps);
-    uint64_t budget[SDC_MAX_SPLIT], head[SDC_MAX_SPLIT];
-    for (int d = 0; d < S->n; d++) {
+    uint64_t budget[SDC_MAX_SPLIT];
+    for (int d = 0; d < S->n; d++)
         budget[d] =
             S->d[d].dev->budget_bytes ? S->d[d].dev->budget_bytes : S->d[d].dev->total_bytes;
-        head[d] = ps.scratch_bytes;
-    }
     int first[SDC_MAX_SPLIT + 1];
     if (s == SDC_OK) s = sdc_split_partition(bytes, nb, main_bytes, budget, head, S->n, first);
     if (s == SDC_OK) {
         S->stats.n_devices = S->n;
-        S->stats.headroom = ps.scratch_bytes;
         for (int d = 0; d < S->n; d++) {
             sdc_split_device_stats *ds = &S->stats.dev[d];
             *ds = (sdc_split_device_stats){.first_block = first[d],
                                            .n_blocks = first[d + 1] - first[d],
                                            .budget = budget[d],
+                                           .headroom = head[d],
                                            .weights = d ? 0 : main_bytes};
             for (int b = first[d]; b < first[d + 1]; b++) {
                 dob[b] = d;
@@ -489,9 +510,10 @@ static void describe(split_run *R, char *buf, size_t size) {
             n += (size_t)snprintf(buf + n, size - n, "%sblocks %d-%d on %s", sep, ds->first_block,
                                   ds->first_block + ds->n_blocks - 1, S->d[d].dev->name);
     }
+    char b[32];
     if (n < size)
-        snprintf(buf + n, size - n, "; %d cut%s, %.2f MiB copied per forward", R->n_seg - 1,
-                 R->n_seg == 2 ? "" : "s", (double)S->stats.bytes_copied / (1024.0 * 1024.0));
+        snprintf(buf + n, size - n, "; %d cut%s, %s copied per forward", R->n_seg - 1,
+                 R->n_seg == 2 ? "" : "s", sdc_split_bytes_str(S->stats.bytes_copied, b, sizeof b));
 }
 
 static sdc_status run_segments(split_run *R, sdc_eval_fn cb, void *cb_user) {
@@ -549,23 +571,74 @@ static void free_run(split_run *R) {
     free(R->seg_dev), free(R->jobs), free(R->refs);
 }
 
+/* Each device's planned peak over its segments (what the CPU allocator will take). */
+static void plan_segments(split_run *R, uint64_t *peak) {
+    for (int d = 0; d < R->S->n; d++) peak[d] = 0;
+    for (int i = 0; i < R->n_seg; i++) {
+        int d = R->seg_dev[i];
+        int nth = R->S->d[d].dev->n_threads > 0 ? R->S->d[d].dev->n_threads : 1;
+        sdc_plan_stats ps = {0};
+        if (sdc_graph_plan(R->sg[i], ALIGN, work_of, &nth, &ps) == SDC_OK &&
+            plan_peak(&ps) > peak[d])
+            peak[d] = plan_peak(&ps);
+    }
+}
+
+/* Partitions g, cuts and clones it; then plans every segment: a device whose weights,
+ * planned peak and imported tensors exceed its budget gets that peak and transit as its
+ * headroom and g is partitioned again (a few rounds at most). */
+static sdc_status prepare(split_impl *S, sdc_graph *g, split_run *R, bool *split) {
+    uint64_t head[SDC_MAX_SPLIT];
+    sdc_status s = base_headroom(S, g, head);
+    for (int round = 0; s == SDC_OK; round++) {
+        int *dob = NULL, nb = 0;
+        free_run(R);
+        *R = (split_run){.S = S, .g = g, .n = sdc_graph_n_nodes(g), .nin = sdc_graph_n_inputs(g)};
+        if ((s = partition(S, g, head, &dob, &nb)) != SDC_OK) break;
+        if (nb) s = cut(R, dob);
+        free(dob);
+        *split = s == SDC_OK && nb && !(R->n_seg == 1 && R->seg_dev[0] == 0);
+        if (s != SDC_OK || !*split || (s = build_segments(R)) != SDC_OK) break;
+        uint64_t peak[SDC_MAX_SPLIT];
+        plan_segments(R, peak);
+        bool over = false;
+        for (int d = 0; d < S->n; d++) {
+            const sdc_split_device_stats *ds = &S->stats.dev[d];
+            if (ds->weights + peak[d] + R->transit_size[d] <= ds->budget) continue;
+            over = true;
+            if (peak[d] + R->transit_size[d] > head[d]) head[d] = peak[d] + R->transit_size[d];
+            if (round == 3) {
+                char a[32], b[32], c[32], e[32];
+                s = sdc_fail(SDC_ERR_NO_MEMORY,
+                             "%s: split: %s would hold %s of weights, %s of scratch and %s of "
+                             "imported tensors, over its budget of %s",
+                             S->label, S->d[d].dev->name,
+                             sdc_split_bytes_str(ds->weights, a, sizeof a),
+                             sdc_split_bytes_str(peak[d], b, sizeof b),
+                             sdc_split_bytes_str(R->transit_size[d], c, sizeof c),
+                             sdc_split_bytes_str(ds->budget, e, sizeof e));
+                break;
+            }
+        }
+        if (!over || s != SDC_OK) break;
+    }
+    return s;
+}
+
 static sdc_status split_compute(sdc_backend *b, sdc_graph *g, sdc_eval_fn cb, void *cb_user) {
     split_impl *S = b->impl;
     sdc_status s = sdc_graph_status(g);
     if (s != SDC_OK) return sdc_fail(s, "graph: %s", sdc_graph_error(g));
     if ((s = split_graph_alloc(b, g)) != SDC_OK) return s;
-    int *dob = NULL, nb = 0;
-    if ((s = partition(S, g, &dob, &nb)) != SDC_OK) return s;
-    split_run R = {.S = S, .g = g, .n = sdc_graph_n_nodes(g), .nin = sdc_graph_n_inputs(g)};
-    if (nb) s = cut(&R, dob);
-    free(dob);
-    if (s == SDC_OK && (!nb || (R.n_seg == 1 && R.seg_dev[0] == 0))) { /* nothing to split */
+    split_run R = {0};
+    bool split = false;
+    s = prepare(S, g, &R, &split);
+    if (s == SDC_OK && !split) { /* nothing to split */
         free_run(&R);
         S->stats.n_segments = 0;
         S->stats.bytes_copied = 0;
         return sdc_backend_compute(S->d[0].be, g, cb, cb_user);
     }
-    if (s == SDC_OK) s = build_segments(&R);
     if (s == SDC_OK) s = run_segments(&R, cb, cb_user);
     free_run(&R);
     return s;
