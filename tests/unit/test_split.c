@@ -148,13 +148,30 @@ static sdc_graph *build(model *m, sdc_tensor **x, sdc_tensor **z, sdc_tensor **y
     return g;
 }
 
-/* Runs the graph on be; out gets y then pre_out. */
-static sdc_status run(model *m, sdc_backend *be, const float *xd, const float *zd, float *out) {
+static bool count_nodes(sdc_tensor *t, bool ask, void *user) {
+    (void)t;
+    if (ask) ++*(int *)user;
+    return true;
+}
+
+/* Runs the graph on be; out gets y then pre_out; *observed counts the nodes the eval
+ * callback saw. copy_in: inputs written after sdc_backend_graph_alloc (the backend's own
+ * input memory) instead of used in place. */
+static sdc_status run(model *m, sdc_backend *be, const float *xd, const float *zd, float *out,
+                      bool copy_in, int *observed) {
     sdc_tensor *x, *z, *y, *po;
     sdc_graph *g = build(m, &x, &z, &y, &po);
     const sdc_input_data in[] = {{x, xd, sizeof(float) * D * N}, {z, zd, sizeof(float) * D * N}};
-    sdc_status s = sdc_backend_set_inputs(be, g, in, 2);
-    if (s == SDC_OK) s = sdc_backend_compute(be, g, NULL, NULL);
+    sdc_status s;
+    if (copy_in) {
+        s = sdc_backend_graph_alloc(be, g);
+        if (s == SDC_OK) s = sdc_backend_tensor_set(be, x, xd, 0, sizeof(float) * D * N);
+        if (s == SDC_OK) s = sdc_backend_tensor_set(be, z, zd, 0, sizeof(float) * D * N);
+    } else {
+        s = sdc_backend_set_inputs(be, g, in, 2);
+    }
+    *observed = 0;
+    if (s == SDC_OK) s = sdc_backend_compute(be, g, count_nodes, observed);
     if (s == SDC_OK) s = sdc_backend_tensor_get(be, y, out, 0, sizeof(float) * D * N);
     if (s == SDC_OK) s = sdc_backend_tensor_get(be, po, out + D * N, 0, sizeof(float) * D * N);
     sdc_graph_free(g);
@@ -174,16 +191,18 @@ static void test_executor(void) {
 
     CHECK(sdc_set_cpu_devices(3) == SDC_OK, "cpu devices: %s", sdc_last_error());
     sdc_backend *one = sdc_backend_cpu_create(1);
-    CHECK(run(&m, one, xd, zd, ref) == SDC_OK, "one device: %s", sdc_last_error());
+    int seen_one = 0, seen = 0;
+    CHECK(run(&m, one, xd, zd, ref, false, &seen_one) == SDC_OK, "one device: %s",
+          sdc_last_error());
     sdc_backend *kids[3] = {sdc_backend_cpu_create(1), sdc_backend_cpu_create(1),
                             sdc_backend_cpu_create(1)};
     int devs[3] = {0, 1, 2};
     sdc_backend *split = sdc_split_backend_create("test", kids, devs, 3);
     CHECK(split != NULL, "split backend: %s", sdc_last_error());
     if (!split) return;
-    for (int rep = 0; rep < 2; rep++) { /* twice: reused transit buffers */
+    for (int rep = 0; rep < 2; rep++) { /* twice: reused transit buffers; inputs copied in */
         memset(got, 0, sizeof got);
-        sdc_status s = run(&m, split, xd, zd, got);
+        sdc_status s = run(&m, split, xd, zd, got, rep == 1, &seen);
         CHECK(s == SDC_OK, "split: %s", sdc_last_error());
         long diff = 0;
         for (int i = 0; i < 2 * D * N; i++) diff += memcmp(&ref[i], &got[i], sizeof(float)) != 0;
@@ -199,6 +218,8 @@ static void test_executor(void) {
                rep, sdc_split_backend_describe(split), diff, 2 * D * N,
                (unsigned long long)st.bytes_copied, (unsigned long long)want);
         CHECK(diff == 0, "split result differs in %ld values", diff);
+        printf("  the eval callback saw %d nodes (one device %d)\n", seen, seen_one);
+        CHECK(seen == seen_one, "eval callback: %d nodes, one device %d", seen, seen_one);
         CHECK(st.n_segments == 4 && st.dev[0].first_block == 0 && st.dev[0].n_blocks == 2 &&
                   st.dev[1].first_block == 2 && st.dev[1].n_blocks == 2 &&
                   st.dev[2].first_block == 4 && st.dev[2].n_blocks == 2,
@@ -212,7 +233,7 @@ static void test_executor(void) {
     }
     /* a budget too small for the blocks is refused with the sizes */
     CHECK(sdc_devices_apply_max_vram("0.000001") == SDC_OK, "max-vram: %s", sdc_last_error());
-    sdc_status s = run(&m, split, xd, zd, got);
+    sdc_status s = run(&m, split, xd, zd, got, false, &seen);
     printf("1 KiB budgets: %s\n", sdc_last_error());
     CHECK(s == SDC_ERR_NO_MEMORY && strstr(sdc_last_error(), "test: split:"),
           "tiny budgets refused: %d '%s'", s, sdc_last_error());
