@@ -38,6 +38,7 @@ typedef struct sdc_split_device_stats {
     uint64_t weights;          /* weight bytes of its blocks (+ non-block ones on the main) */
     uint64_t scratch_peak;     /* the largest planned scratch of its segments (allocator's) */
     uint64_t transit;          /* bytes of imported tensors it holds */
+    double row_share;          /* row split: its share of every split matmul's rows */
 } sdc_split_device_stats;
 
 typedef struct sdc_split_stats {
@@ -46,6 +47,7 @@ typedef struct sdc_split_stats {
     uint64_t bytes_copied;  /* per compute: every tensor copied across a cut */
     uint64_t headroom;      /* compute headroom the partition reserved per device */
     double seconds_copying; /* of the last compute */
+    int n_row_matmuls;      /* row split: matmuls sliced in the last graph */
     sdc_split_device_stats dev[SDC_MAX_SPLIT];
 } sdc_split_stats;
 
@@ -55,6 +57,13 @@ typedef struct sdc_split_stats {
  * 2..SDC_MAX_SPLIT or a child whose memory is not host memory (no accelerator split yet). */
 sdc_backend *sdc_split_backend_create(const char *label, sdc_backend *const *children,
                                       const int *devices, int n);
+/* Layer split (whole blocks per device, the default) or row split: every block matmul
+ * whose weight is a plain 2-D weight with at least one row per device is computed as row
+ * slices of the weight, one per device in proportion to the budgets, joined (concatenated)
+ * on the main device; everything else runs on the main device. */
+typedef enum sdc_split_mode { SDC_SPLIT_LAYER = 0, SDC_SPLIT_ROW = 1 } sdc_split_mode;
+void sdc_split_backend_set_mode(sdc_backend *b, sdc_split_mode mode);
+
 /* Stats of the last compute; false when b is not a split backend. */
 bool sdc_split_backend_stats(const sdc_backend *b, sdc_split_stats *out);
 /* The last partition's description ("diffusion: blocks 0-8 on cpu0, ..."), "" before one. */

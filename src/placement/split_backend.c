@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/ops.h"
 #include "core/log.h"
 #include "cpu/cpu_ops.h"
 #include "placement/devices.h"
@@ -34,6 +35,7 @@ typedef struct split_impl {
     int n;
     split_dev d[SDC_MAX_SPLIT];
     sdc_buffer *inputs; /* the caller's graph inputs that got no host array */
+    sdc_split_mode mode;
     sdc_split_stats stats;
     char desc[512];
 } split_impl;
@@ -60,11 +62,12 @@ typedef struct split_run {
     int n, nin;
     int *node_seg; /* segment of each node */
     int n_seg;
-    int *seg_dev;       /* device of each segment */
-    sdc_graph **sg;     /* each segment's graph */
-    sdc_tensor **clone; /* node index -> its clone in its segment */
-    sdc_tensor ***imp;  /* [segment][id] -> import (or view over one) in that segment */
-    int64_t *slot;      /* [dev][id] -> offset in the device's transit buffer, -1 none */
+    int *seg_dev;        /* device of each segment */
+    const int *node_dev; /* row split: the device of each node (else from the blocks) */
+    sdc_graph **sg;      /* each segment's graph */
+    sdc_tensor **clone;  /* node index -> its clone in its segment */
+    sdc_tensor ***imp;   /* [segment][id] -> import (or view over one) in that segment */
+    int64_t *slot;       /* [dev][id] -> offset in the device's transit buffer, -1 none */
     size_t transit_size[SDC_MAX_SPLIT];
     copy_job *jobs;
     int n_jobs, cap_jobs;
@@ -407,14 +410,17 @@ static sdc_status cut(split_run *R, const int *dev_of_block) {
             if (first_b < 0) first_b = i;
             last_b = i;
         }
-    R->node_seg = malloc((size_t)(n ? n : 1) * sizeof(int));
-    R->seg_dev = malloc((size_t)(n ? n : 1) * sizeof(int));
+    size_t cnt = n > 0 ? (size_t)n : 1;
+    R->node_seg = malloc(cnt * sizeof(int));
+    R->seg_dev = malloc(cnt * sizeof(int));
     if (!R->node_seg || !R->seg_dev) return sdc_fail(SDC_ERR_NO_MEMORY, "split: out of memory");
     int prev = 0;
     R->n_seg = 0;
     for (int i = 0; i < n; i++) {
         int b = sdc_graph_get_node(R->g, i)->block, d;
-        if (b >= 0)
+        if (R->node_dev)
+            d = R->node_dev[i];
+        else if (b >= 0)
             d = dev_of_block[b];
         else /* outside blocks: the main device, or stay with the block before */
             d = i > first_b && i < last_b ? prev : 0;
@@ -498,7 +504,14 @@ static sdc_status run_copies(split_run *R, int after, double *secs) {
 static void describe(split_run *R, char *buf, size_t size) {
     split_impl *S = R->S;
     size_t n = (size_t)snprintf(buf, size, "%s: ", S->label);
-    for (int d = 0; d < S->n && n < size; d++) {
+    if (S->mode == SDC_SPLIT_ROW) {
+        n += (size_t)snprintf(buf + n, size - n, "%d matmuls split by rows,",
+                              S->stats.n_row_matmuls);
+        for (int d = 0; d < S->n && n < size; d++)
+            n += (size_t)snprintf(buf + n, size - n, " %.0f%% on %s",
+                                  S->stats.dev[d].row_share * 100, S->d[d].dev->name);
+    }
+    for (int d = 0; d < S->n && n < size && S->mode != SDC_SPLIT_ROW; d++) {
         const sdc_split_device_stats *ds = &S->stats.dev[d];
         const char *sep = d ? ", " : "";
         if (!ds->n_blocks)
@@ -625,11 +638,170 @@ static sdc_status prepare(split_impl *S, sdc_graph *g, split_run *R, bool *split
     return s;
 }
 
+/* ---- row split ---- */
+
+/* g rewritten for a row split: every block matmul of a 2-D weight becomes one matmul per
+ * device over a row slice of the weight (slice structs in `slices`, not graph tensors:
+ * weights) and a concat chain on the main device. map[id] is each tensor of g in g2;
+ * dev[node of g2] its device. */
+typedef struct row_graph {
+    sdc_graph *g2;
+    sdc_tensor **map;
+    sdc_tensor *slices;
+    int n_slices;
+    int *dev;
+    int n_split;
+} row_graph;
+
+static void row_free(row_graph *rg) {
+    sdc_graph_free(rg->g2);
+    free(rg->map), free(rg->slices), free(rg->dev);
+}
+
+static bool row_splittable(const sdc_graph *g, const sdc_tensor *X, int n_dev) {
+    if (X->op != SDC_OP_MATMUL || X->block < 0) return false;
+    const sdc_tensor *w = X->src[0];
+    return w->graph != g && w->op == SDC_OP_NONE && w->data && w->ne[2] == 1 && w->ne[3] == 1 &&
+           w->ne[1] >= n_dev && sdc_tensor_is_contiguous(w);
+}
+
+static sdc_tensor *row_src(const row_graph *rg, const split_run *R, sdc_tensor *t) {
+    if (!t || t->graph != R->g) return t;
+    int id = id_of(R, t);
+    return id < 0 ? NULL : rg->map[id];
+}
+
+/* The nodes g2 gained since `from` run on device d. */
+static void row_mark(row_graph *rg, int from, int d) {
+    for (int i = from; i < sdc_graph_n_nodes(rg->g2); i++) rg->dev[i] = d;
+}
+
+static sdc_tensor *row_matmul(split_impl *S, row_graph *rg, const split_run *R, sdc_tensor *X) {
+    const sdc_tensor *w = X->src[0];
+    sdc_tensor *x = row_src(rg, R, X->src[1]), *acc = NULL, *parts[SDC_MAX_SPLIT];
+    int n_parts = 0;
+    double total = 0, cum = 0;
+    for (int d = 0; d < S->n; d++) total += (double)S->stats.dev[d].budget;
+    int64_t r0 = 0;
+    for (int d = 0; d < S->n; d++) {
+        cum += (double)S->stats.dev[d].budget;
+        int64_t r1 = d == S->n - 1 ? w->ne[1] : (int64_t)((double)w->ne[1] * cum / total);
+        if (r1 <= r0) continue;
+        sdc_tensor *ws = &rg->slices[rg->n_slices++];
+        *ws = *w;
+        ws->ne[1] = r1 - r0;
+        ws->nb[2] = ws->nb[3] = ws->nb[1] * (size_t)ws->ne[1];
+        ws->data = (char *)w->data + (size_t)r0 * w->nb[1];
+        S->stats.dev[d].weights += sdc_tensor_nbytes(ws);
+        int from = sdc_graph_n_nodes(rg->g2);
+        parts[n_parts++] = sdc_matmul(rg->g2, ws, x);
+        row_mark(rg, from, d);
+        r0 = r1;
+    }
+    /* every slice first, then the joins: one cut per device and matmul */
+    int from = sdc_graph_n_nodes(rg->g2);
+    for (int k = 0; k < n_parts; k++) acc = acc ? sdc_concat(rg->g2, acc, parts[k], 0) : parts[k];
+    row_mark(rg, from, 0);
+    return acc;
+}
+
+static sdc_tensor *row_clone(row_graph *rg, const split_run *R, sdc_tensor *X) {
+    sdc_graph *g2 = rg->g2;
+    if (X->op == SDC_OP_VIEW) {
+        sdc_tensor *src = row_src(rg, R, X->src[0]);
+        size_t base = X->src[0]->view_src ? X->src[0]->view_offset : 0;
+        return src ? sdc_graph_view_node(g2, src, SDC_MAX_DIMS, X->ne, X->nb, X->view_offset - base)
+                   : NULL;
+    }
+    sdc_tensor *t = sdc_graph_node(g2, X->op, X->type, SDC_MAX_DIMS, X->ne);
+    if (!t) return NULL;
+    memcpy(t->nb, X->nb, sizeof t->nb);
+    t->params = X->params;
+    for (int k = 0; k < SDC_MAX_SRC; k++)
+        if (X->src[k] && !(t->src[k] = row_src(rg, R, X->src[k]))) return NULL;
+    return t;
+}
+
+static sdc_status row_rewrite(split_impl *S, const split_run *R, row_graph *rg) {
+    int n = R->n, nin = R->nin, n_mm = 0;
+    for (int i = 0; i < n; i++) n_mm += row_splittable(R->g, sdc_graph_get_node(R->g, i), S->n);
+    rg->g2 = sdc_graph_create();
+    rg->map = calloc((size_t)(n + nin + 1), sizeof *rg->map);
+    rg->slices = calloc((size_t)(n_mm * S->n + 1), sizeof *rg->slices);
+    /* at most n + (2 * devices - 1) nodes per matmul (matmuls, concats, and their views) */
+    rg->dev = calloc((size_t)(n + 2 * n_mm * S->n + 1), sizeof *rg->dev);
+    if (!rg->g2 || !rg->map || !rg->slices || !rg->dev)
+        return sdc_fail(SDC_ERR_NO_MEMORY, "split: out of memory");
+    for (int i = 0; i < nin; i++) {
+        sdc_tensor *X = sdc_graph_get_input(R->g, i), *t = leaf_like(rg->g2, X);
+        if (!t) return sdc_fail(SDC_ERR_NO_MEMORY, "split: out of memory");
+        t->data = X->data, t->buffer = X->buffer;
+        rg->map[n + i] = t;
+    }
+    for (int i = 0; i < n; i++) {
+        sdc_tensor *X = sdc_graph_get_node(R->g, i), *t;
+        int from = sdc_graph_n_nodes(rg->g2);
+        if (row_splittable(R->g, X, S->n)) {
+            t = row_matmul(S, rg, R, X);
+            rg->n_split++;
+        } else {
+            t = row_clone(rg, R, X);
+            row_mark(rg, from, 0);
+        }
+        if (!t) return sdc_fail(SDC_ERR_INVALID_ARG, "split: %s", sdc_graph_error(rg->g2));
+        snprintf(t->name, sizeof t->name, "%s", X->name);
+        if (X->flags & SDC_TENSOR_OUTPUT) sdc_graph_mark_output(rg->g2, t);
+        rg->map[i] = t;
+    }
+    return sdc_graph_status(rg->g2);
+}
+
+static sdc_status row_compute(split_impl *S, sdc_graph *g, sdc_eval_fn cb, void *cb_user) {
+    S->stats = (sdc_split_stats){.n_devices = S->n};
+    double total = 0;
+    for (int d = 0; d < S->n; d++) {
+        const sdc_device *dv = S->d[d].dev;
+        S->stats.dev[d].budget = dv->budget_bytes ? dv->budget_bytes : dv->total_bytes;
+        total += (double)S->stats.dev[d].budget;
+    }
+    for (int d = 0; d < S->n; d++) S->stats.dev[d].row_share = S->stats.dev[d].budget / total;
+    split_run R0 = {.S = S, .g = g, .n = sdc_graph_n_nodes(g), .nin = sdc_graph_n_inputs(g)};
+    row_graph rg = {0};
+    sdc_status s = row_rewrite(S, &R0, &rg);
+    if (s == SDC_OK && !rg.n_split) { /* nothing to split */
+        row_free(&rg);
+        return sdc_backend_compute(S->d[0].be, g, cb, cb_user);
+    }
+    S->stats.n_row_matmuls = rg.n_split;
+    split_run R = {.S = S,
+                   .g = rg.g2,
+                   .n = sdc_graph_n_nodes(rg.g2),
+                   .nin = sdc_graph_n_inputs(rg.g2),
+                   .node_dev = rg.dev};
+    if (s == SDC_OK) s = cut(&R, NULL);
+    if (s == SDC_OK) s = build_segments(&R);
+    if (s == SDC_OK) s = run_segments(&R, cb, cb_user);
+    for (int i = 0; i < R0.n && s == SDC_OK; i++) { /* g's outputs and their views */
+        sdc_tensor *X = sdc_graph_get_node(g, i);
+        if (!(X->flags & SDC_TENSOR_OUTPUT) && X->op != SDC_OP_VIEW) continue;
+        if (X->op == SDC_OP_VIEW) {
+            if (X->view_src->data) X->data = (char *)X->view_src->data + X->view_offset;
+            X->buffer = X->view_src->buffer;
+        } else {
+            X->data = rg.map[i]->data, X->buffer = rg.map[i]->buffer;
+        }
+    }
+    free_run(&R);
+    row_free(&rg);
+    return s;
+}
+
 static sdc_status split_compute(sdc_backend *b, sdc_graph *g, sdc_eval_fn cb, void *cb_user) {
     split_impl *S = b->impl;
     sdc_status s = sdc_graph_status(g);
     if (s != SDC_OK) return sdc_fail(s, "graph: %s", sdc_graph_error(g));
     if ((s = split_graph_alloc(b, g)) != SDC_OK) return s;
+    if (S->mode == SDC_SPLIT_ROW) return row_compute(S, g, cb, cb_user);
     split_run R = {0};
     bool split = false;
     s = prepare(S, g, &R, &split);
@@ -692,6 +864,10 @@ sdc_backend *sdc_split_backend_create(const char *label, sdc_backend *const *chi
     b->iface = &g_split_iface;
     b->impl = S;
     return b;
+}
+
+void sdc_split_backend_set_mode(sdc_backend *b, sdc_split_mode mode) {
+    if (b && b->iface == &g_split_iface) ((split_impl *)b->impl)->mode = mode;
 }
 
 bool sdc_split_backend_stats(const sdc_backend *b, sdc_split_stats *out) {

@@ -231,6 +231,20 @@ static void test_executor(void) {
         CHECK(strstr(sdc_split_backend_describe(split), "3 cuts, 4.0 KiB copied"), "described: %s",
               sdc_split_backend_describe(split));
     }
+    /* row split: each block matmul as 3 row slices (16 rows: 5, 5, 6 for equal shares) */
+    sdc_split_backend_set_mode(split, SDC_SPLIT_ROW);
+    memset(got, 0, sizeof got);
+    CHECK(run(&m, split, xd, zd, got, false, &seen) == SDC_OK, "row split: %s", sdc_last_error());
+    long rdiff = 0;
+    for (int i = 0; i < 2 * D * N; i++) rdiff += memcmp(&ref[i], &got[i], sizeof(float)) != 0;
+    sdc_split_stats rst;
+    sdc_split_backend_stats(split, &rst);
+    printf("row split: %s; %ld of %d values differ from one device\n",
+           sdc_split_backend_describe(split), rdiff, 2 * D * N);
+    CHECK(rdiff == 0 && rst.n_row_matmuls == NB, "row split: %ld values differ, %d matmuls split",
+          rdiff, rst.n_row_matmuls);
+    sdc_split_backend_set_mode(split, SDC_SPLIT_LAYER);
+
     /* a budget too small for the blocks is refused with the sizes */
     CHECK(sdc_devices_apply_max_vram("0.000001") == SDC_OK, "max-vram: %s", sdc_last_error());
     sdc_status s = run(&m, split, xd, zd, got, false, &seen);
