@@ -300,6 +300,16 @@ static sdc_status create_backends(sdc_context *ctx, int n_threads) {
     return SDC_OK;
 }
 
+/* --split-mode on the modules that are split (the others have nothing to slice). */
+static sdc_status apply_split_mode(sdc_context *ctx, const char *spec) {
+    sdc_split_mode modes[SDC_MODULE_COUNT];
+    sdc_status s = sdc_split_mode_parse(spec, modes);
+    if (s != SDC_OK) return s;
+    sdc_split_backend_set_mode(ctx->env_cond.backend, modes[SDC_MODULE_TE]);
+    sdc_split_backend_set_mode(ctx->env_diffusion.backend, modes[SDC_MODULE_DIFFUSION]);
+    return SDC_OK;
+}
+
 void sdc_context_sync_envs(sdc_context *ctx) {
     sdc_stage_env *envs[] = {&ctx->env_cond, &ctx->env_diffusion, &ctx->env_first_stage};
     for (int i = 0; i < 3; i++) {
@@ -345,6 +355,7 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     sdc_family_load_args la = {.weights = ctx->weights, .params = &p, .t5_file = ctx->t5_file};
     if ((s = load(&la, &ctx->m)) != SDC_OK) goto fail;
     if ((s = create_backends(ctx, threads_asked > 0 ? ctx->n_threads : -1)) != SDC_OK) goto fail;
+    if ((s = apply_split_mode(ctx, p.split_mode)) != SDC_OK) goto fail;
     log_loaded(ctx);
     *out = ctx;
     return SDC_OK;

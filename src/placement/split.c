@@ -1,7 +1,10 @@
 /* The layer split's partitioner: contiguous block ranges sized by the devices' budgets. */
 #include "placement/split.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 const char *sdc_split_bytes_str(uint64_t b, char *buf, size_t size) {
     if (b < 1024)
@@ -77,4 +80,52 @@ sdc_status sdc_split_partition(const uint64_t *block_bytes, int n_blocks, uint64
                     "hold %s in all but not in contiguous ranges",
                     placed, sdc_split_bytes_str(block_bytes[placed], a, sizeof a),
                     n_blocks - placed - 1, sdc_split_bytes_str(total_cap, b, sizeof b));
+}
+
+/* "layer" / "row" (case and surrounding spaces ignored) */
+static int mode_from(const char *v, size_t n) {
+    while (n && isspace((unsigned char)*v)) v++, n--;
+    while (n && isspace((unsigned char)v[n - 1])) n--;
+    if (n == 5 && !strncasecmp(v, "layer", 5)) return SDC_SPLIT_LAYER;
+    if (n == 3 && !strncasecmp(v, "row", 3)) return SDC_SPLIT_ROW;
+    return -1;
+}
+
+sdc_status sdc_split_mode_parse(const char *spec, sdc_split_mode *modes) {
+    int def = SDC_SPLIT_LAYER, own[SDC_MODULE_COUNT];
+    for (int m = 0; m < SDC_MODULE_COUNT; m++) own[m] = -1;
+    for (const char *p = spec ? spec : ""; *p;) {
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+        char key[64] = "";
+        int mode = eq ? mode_from(eq + 1, len - (size_t)(eq - p) - 1) : mode_from(p, len);
+        bool blank = strspn(p, " \t") >= len;
+        if (!blank && mode < 0)
+            return sdc_fail(SDC_ERR_INVALID_ARG,
+                            "--split-mode '%.*s': the mode must be layer or row (or "
+                            "MODULE=layer|row)",
+                            (int)len, p);
+        if (!blank && eq) {
+            size_t kn = (size_t)(eq - p);
+            while (kn && isspace((unsigned char)*p)) p++, kn--;
+            snprintf(key, sizeof key, "%.*s", (int)kn, p);
+            for (size_t k = strlen(key); k && isspace((unsigned char)key[k - 1]); k--)
+                key[k - 1] = 0;
+            int m = sdc_module_from_name(key);
+            bool all = !strcasecmp(key, "all") || !strcasecmp(key, "default") || !strcmp(key, "*");
+            if (m < 0 && !all)
+                return sdc_fail(SDC_ERR_INVALID_ARG, "--split-mode: unknown module '%s'", key);
+            if (all)
+                def = mode;
+            else
+                own[m] = mode;
+        } else if (!blank) {
+            def = mode;
+        }
+        p += len;
+        if (*p == ',') p++;
+    }
+    for (int m = 0; m < SDC_MODULE_COUNT; m++)
+        modes[m] = (sdc_split_mode)(own[m] >= 0 ? own[m] : def);
+    return SDC_OK;
 }

@@ -64,6 +64,12 @@ sdc_backend *sdc_split_backend_create(const char *label, sdc_backend *const *chi
 typedef enum sdc_split_mode { SDC_SPLIT_LAYER = 0, SDC_SPLIT_ROW = 1 } sdc_split_mode;
 void sdc_split_backend_set_mode(sdc_backend *b, sdc_split_mode mode);
 
+/* --split-mode: "layer" or "row" for every module, or comma-separated "MODULE=MODE" entries
+ * (module names and aliases of placement.h; a module's own entry beats a bare mode wherever
+ * it stands; a later entry for the same key wins). NULL or "": layer everywhere. Errors name
+ * the bad piece; on error `modes` (SDC_MODULE_COUNT entries) is left as it was. */
+sdc_status sdc_split_mode_parse(const char *spec, sdc_split_mode *modes);
+
 /* Stats of the last compute; false when b is not a split backend. */
 bool sdc_split_backend_stats(const sdc_backend *b, sdc_split_stats *out);
 /* The last partition's description ("diffusion: blocks 0-8 on cpu0, ..."), "" before one. */

@@ -257,8 +257,43 @@ static void test_executor(void) {
     sdc_devices_reset();
 }
 
+static void test_mode_parse(void) {
+    const struct {
+        const char *spec;
+        sdc_split_mode te, diffusion;
+    } ok[] = {{NULL, SDC_SPLIT_LAYER, SDC_SPLIT_LAYER},
+              {"row", SDC_SPLIT_ROW, SDC_SPLIT_ROW},
+              {" ROW ", SDC_SPLIT_ROW, SDC_SPLIT_ROW},
+              {"diffusion=row,te=layer", SDC_SPLIT_LAYER, SDC_SPLIT_ROW},
+              {"te=row,all=layer", SDC_SPLIT_ROW, SDC_SPLIT_LAYER},
+              {"dit=row,layer", SDC_SPLIT_LAYER, SDC_SPLIT_ROW},
+              {"row,layer", SDC_SPLIT_LAYER, SDC_SPLIT_LAYER},
+              {"t5=row,t5=layer,,", SDC_SPLIT_LAYER, SDC_SPLIT_LAYER}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        sdc_split_mode m[SDC_MODULE_COUNT];
+        sdc_status s = sdc_split_mode_parse(ok[i].spec, m);
+        CHECK(s == SDC_OK && m[SDC_MODULE_TE] == ok[i].te &&
+                  m[SDC_MODULE_DIFFUSION] == ok[i].diffusion,
+              "--split-mode '%s': status %d te %d diffusion %d", ok[i].spec ? ok[i].spec : "", s,
+              m[SDC_MODULE_TE], m[SDC_MODULE_DIFFUSION]);
+    }
+    const char *bad[][2] = {{"column", "'column'"},
+                            {"te=rows", "'te=rows'"},
+                            {"bogus=row", "'bogus'"},
+                            {"diffusion=", "layer or row"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sdc_split_mode m[SDC_MODULE_COUNT];
+        sdc_status s = sdc_split_mode_parse(bad[i][0], m);
+        CHECK(s == SDC_ERR_INVALID_ARG && strstr(sdc_last_error(), bad[i][1]),
+              "--split-mode '%s': status %d '%s'", bad[i][0], s, sdc_last_error());
+    }
+    printf("--split-mode: %zu specs parsed, %zu refused (e.g. %s)\n", sizeof ok / sizeof *ok,
+           sizeof bad / sizeof *bad, "--split-mode 'column': ...");
+}
+
 int main(void) {
     test_partition();
+    test_mode_parse();
     test_executor();
     TEST_MAIN_END();
 }

@@ -29,7 +29,7 @@ typedef struct variant {
     int cpu_devices;
     const char *backend, *max_vram;
     const char *expect_log; /* the partition line the split must log */
-    bool row;               /* --split-mode row (set on the split backends) */
+    const char *split_mode; /* --split-mode */
 } variant;
 
 enum { W = 64, H = 48, BATCH = 2, STEPS = 3 };
@@ -63,15 +63,12 @@ static sdc_image *generate(const model_files *m, const variant *v, double *secs)
     cp.t5_tokenizer_path = m->tok;
     cp.backend = v->backend;
     cp.max_vram = v->max_vram;
+    cp.split_mode = v->split_mode;
     sdc_context *ctx = NULL;
     g_log[0] = '\0';
     sdc_status s = sdc_context_create(&cp, &ctx);
     CHECK(s == SDC_OK, "%s: context: %s", v->label, sdc_last_error());
     if (s != SDC_OK) return NULL;
-    if (v->row) {
-        sdc_split_backend_set_mode(ctx->env_diffusion.backend, SDC_SPLIT_ROW);
-        sdc_split_backend_set_mode(ctx->env_cond.backend, SDC_SPLIT_ROW);
-    }
     sdc_generate_params p;
     sdc_generate_params_init(&p);
     p.prompt = "a lighthouse at dusk";
@@ -110,7 +107,7 @@ static void compare(const variant *v, const sdc_image *ref, const sdc_image *got
 }
 
 static void run_set(const model_files *m, const variant *cases, size_t n) {
-    const variant one = {"one device", 1, NULL, NULL, NULL, false};
+    const variant one = {"one device", 1, NULL, NULL, NULL, NULL};
     double ref_secs = 0, secs = 0;
     sdc_image *ref = generate(m, &one, &ref_secs);
     for (size_t i = 0; i < n; i++) {
@@ -130,10 +127,10 @@ int main(void) {
     printf("golden tiny MiniT2I (2 double blocks, 1 text block, 2 T5 layers):\n");
     const variant gcases[] = {
         {"diffusion=cpu0&cpu1", 2, "diffusion=cpu0&cpu1", NULL,
-         "diffusion: block 0 on cpu0, block 1 on cpu1; 2 cuts", false},
-        {"te=cpu0&cpu1", 2, "te=cpu0&cpu1", NULL, "te: block 0 on cpu0, block 1 on cpu1", false},
+         "diffusion: block 0 on cpu0, block 1 on cpu1; 2 cuts", NULL},
+        {"te=cpu0&cpu1", 2, "te=cpu0&cpu1", NULL, "te: block 0 on cpu0, block 1 on cpu1", NULL},
         {"te=cpu1&cpu0,diffusion=cpu1&cpu2&cpu0", 3, "te=cpu1&cpu0,diffusion=cpu1&cpu2&cpu0", NULL,
-         "diffusion: block 0 on cpu1, no blocks on cpu2, block 1 on cpu0", false},
+         "diffusion: block 0 on cpu1, no blocks on cpu2, block 1 on cpu0", NULL},
     };
     run_set(&golden, gcases, sizeof gcases / sizeof *gcases);
 
@@ -156,11 +153,11 @@ int main(void) {
      * 0 (middle 0.79 MB) on cpu0, the rest on cpu1 */
     const variant dcases[] = {
         {"diffusion=cpu0&cpu1", 2, "diffusion=cpu0&cpu1", NULL,
-         "diffusion: blocks 0-2 on cpu0, blocks 3-5 on cpu1; 2 cuts", false},
+         "diffusion: blocks 0-2 on cpu0, blocks 3-5 on cpu1; 2 cuts", NULL},
         {"all=cpu0&cpu1&cpu2", 3, "all=cpu0&cpu1&cpu2", NULL,
-         "diffusion: blocks 0-1 on cpu0, blocks 2-3 on cpu1, blocks 4-5 on cpu2; 3 cuts", false},
+         "diffusion: blocks 0-1 on cpu0, blocks 2-3 on cpu1, blocks 4-5 on cpu2; 3 cuts", NULL},
         {"te=cpu2&cpu0&cpu1", 3, "te=cpu2&cpu0&cpu1", NULL,
-         "te: blocks 0-1 on cpu2, blocks 2-3 on cpu0, blocks 4-5 on cpu1; 3 cuts", false},
+         "te: blocks 0-1 on cpu2, blocks 2-3 on cpu0, blocks 4-5 on cpu1; 3 cuts", NULL},
         {"diffusion=cpu0&cpu1, budgets 5.9 + 20.9 MB", 2, "diffusion=cpu0&cpu1",
          "cpu0=0.0055,cpu1=0.0195", "diffusion: block 0 on cpu0, blocks 1-5 on cpu1; 2 cuts",
          false},
@@ -169,10 +166,10 @@ int main(void) {
     /* row split: every block matmul sliced over the devices by rows */
     const variant rcases[] = {
         {"row: diffusion=cpu0&cpu1", 2, "diffusion=cpu0&cpu1", NULL,
-         "diffusion: 56 matmuls split by rows, 50% on cpu0 50% on cpu1; 112 cuts", true},
+         "diffusion: 56 matmuls split by rows, 50% on cpu0 50% on cpu1; 112 cuts", "row"},
         {"row: all=cpu0&cpu1&cpu2", 3, "all=cpu0&cpu1&cpu2", NULL,
          "diffusion: 56 matmuls split by rows, 33% on cpu0 33% on cpu1 33% on cpu2; 168 cuts",
-         true},
+         "diffusion=row,te=layer"},
     };
     run_set(&deep, rcases, sizeof rcases / sizeof *rcases);
     /* budgets too small for the blocks: refused at the first forward with the sizes */
