@@ -170,6 +170,9 @@ int main(void) {
         {"row: all=cpu0&cpu1&cpu2", 3, "all=cpu0&cpu1&cpu2", NULL,
          "diffusion: 56 matmuls split by rows, 33% on cpu0 33% on cpu1 33% on cpu2; 168 cuts",
          "diffusion=row,te=layer"},
+        /* T5: q, k, v, o, wi_0, wi_1, wo in each of 6 layers; 2 cuts each */
+        {"row: te=cpu1&cpu0", 2, "te=cpu1&cpu0", NULL,
+         "te: 42 matmuls split by rows, 50% on cpu1 50% on cpu0; 84 cuts", "te=row"},
     };
     run_set(&deep, rcases, sizeof rcases / sizeof *rcases);
     /* budgets too small for the blocks: refused at the first forward with the sizes */
