@@ -28,17 +28,17 @@ typedef struct server_flags {
 } server_flags;
 
 static const struct {
-    const char *name, *value, *help;
+    const char *short_name, *name, *value, *help;
 } k_server_flags[] = {
-    {"--listen-ip", "IP", "address to listen on (default: 127.0.0.1)"},
-    {"--listen-port", "PORT", "port to listen on, 0: any free one (default: 1234)"},
-    {"--serve-html-path", "PATH", "serve this HTML file at / instead of the built-in page"},
-    {"--api-key", "KEY", "require 'Authorization: Bearer KEY' on the API routes"},
-    {"--max-request-size", "BYTES", "largest request body accepted (default: 33554432)"},
-    {"--max-queue", "N", "queued jobs at most; more get 429/503 (default: 16)"},
-    {"--job-ttl", "SECONDS", "how long finished jobs stay readable (default: 600)"},
-    {"--max-jobs-kept", "N", "finished jobs kept at most (default: 256)"},
-    {"--max-connections", "N", "simultaneous HTTP connections at most (default: 256)"},
+    {"-l", "--listen-ip", "IP", "address to listen on (default: 127.0.0.1)"},
+    {NULL, "--listen-port", "PORT", "port to listen on, 0: any free one (default: 1234)"},
+    {NULL, "--serve-html-path", "PATH", "serve this HTML file at / instead of the built-in page"},
+    {NULL, "--api-key", "KEY", "require 'Authorization: Bearer KEY' on the API routes"},
+    {NULL, "--max-request-size", "BYTES", "largest request body accepted (default: 33554432)"},
+    {NULL, "--max-queue", "N", "queued jobs at most; more get 429/503 (default: 16)"},
+    {NULL, "--job-ttl", "SECONDS", "how long finished jobs stay readable (default: 600)"},
+    {NULL, "--max-jobs-kept", "N", "finished jobs kept at most (default: 256)"},
+    {NULL, "--max-connections", "N", "simultaneous HTTP connections at most (default: 256)"},
 };
 
 static void usage(FILE *f) {
@@ -46,9 +46,11 @@ static void usage(FILE *f) {
     fprintf(f, "Usage: sdc-server [server options] [model options and generation defaults]\n\n");
     fprintf(f, "Server:\n");
     for (size_t i = 0; i < sizeof k_server_flags / sizeof k_server_flags[0]; i++) {
-        char names[64];
+        char names[64], short_name[8] = "";
         snprintf(names, sizeof names, "%s %s", k_server_flags[i].name, k_server_flags[i].value);
-        fprintf(f, "      %-30s %s\n", names, k_server_flags[i].help);
+        if (k_server_flags[i].short_name)
+            snprintf(short_name, sizeof short_name, "%s,", k_server_flags[i].short_name);
+        fprintf(f, "  %-3s %-30s %s\n", short_name, names, k_server_flags[i].help);
     }
     sdc_cli_print_usage(f, SDC_CLI_PROGRAM_SERVER);
 }
@@ -81,6 +83,7 @@ static bool take_server_flags(int *argc, char **argv, server_flags *f) {
                 value = arg[len] == '=' ? arg + len + 1 : NULL;
                 break;
             }
+            if (k_server_flags[k].short_name && !strcmp(arg, k_server_flags[k].short_name)) break;
         }
         if (k == n_flags) {
             argv[out++] = argv[i];
@@ -208,6 +211,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sdc-server: error: %s\n", a.error);
         goto done;
     }
+    if (a.list_devices) { /* needs no model */
+        if (a.cpu_devices > 0 && (st = sdc_set_cpu_devices(a.cpu_devices)) != SDC_OK) {
+            fprintf(stderr, "sdc-server: error: --cpu-devices: %s\n",
+                    *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
+            goto done;
+        }
+        for (int i = 0; i < sdc_device_count(); i++) {
+            char name[64], desc[512];
+            if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
+                printf("%s\t%s\n", name, desc);
+        }
+        rc = 0;
+        goto done;
+    }
     if (!sdc_cli_check_inputs(&a, err, sizeof err)) {
         fprintf(stderr, "sdc-server: error: %s\n", err);
         goto done;
@@ -250,6 +267,10 @@ int main(int argc, char **argv) {
     d.seed = a.gen.seed;
     d.sampler = a.gen.sampling_method;
     d.scheduler = a.gen.scheduler;
+    /* the model's size rule, checked when a job is accepted; at least 8 (PNG/VAE rule) */
+    int mult = sdc_context_size_multiple(ctx);
+    d.size_step = 8;
+    while (d.size_step % (mult > 0 ? mult : 1)) d.size_step += 8;
 
     /* signals are taken by sigwait below; every thread inherits this mask */
     sigset_t sigs;
@@ -259,7 +280,8 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept, sf.job_ttl, a.gen.rng, a.gen.sampler_rng};
+    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept,       sf.job_ttl,
+                              a.gen.rng,    a.gen.sampler_rng, a.verbose};
     jobs = sdc_srv_jobs_create(ctx, &jc);
     if (!jobs) {
         fprintf(stderr, "sdc-server: error: cannot start the worker thread\n");
@@ -275,6 +297,7 @@ int main(int argc, char **argv) {
         .model_path = a.ctx.diffusion_model_path ? a.ctx.diffusion_model_path : a.ctx.model_path,
         .defaults = &d,
         .max_queue = sf.max_queue,
+        .verbose = a.verbose,
     };
     http = sdc_srv_http_start(&hc, jobs, err, sizeof err);
     if (!http) {
