@@ -245,6 +245,15 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
     for (int b = 0; b < n && st == SDC_OK; b++) {
         sdc_image *one = NULL;
         int got = 0;
+        if (b > 0) { /* a cancel between two images (each call clears the context's flag) */
+            pthread_mutex_lock(&q->mu);
+            bool stop = j->cancel_requested || q->stopping;
+            pthread_mutex_unlock(&q->mu);
+            if (stop) {
+                st = SDC_ERR_CANCELLED;
+                break;
+            }
+        }
         p.seed = base + b;
         st = sdc_generate_image(q->ctx, &p, &one, &got);
         if (st == SDC_OK && got == 1) {
