@@ -3,7 +3,10 @@
 # (sdc-genmodel), calls every endpoint with curl and checks status codes, JSON fields and
 # the returned PNGs (decoded sizes, "parameters" text); then the error cases (malformed
 # JSON, wrong types, out-of-range values, huge bodies, unknown paths and methods, missing
-# API key), cancellation within one step, and a client that hangs up mid-request.
+# API key), cancellation within one step, and a client that hangs up mid-request; issue 15:
+# the size step at submit, the prompt limit, refusals of big multipart uploads, synchronous
+# results dropped once delivered, A1111 interrupt (200 with the finished images) and POST
+# options, and the flags -l, -v (request and job lines), --list-devices and --help.
 # The server must still answer afterwards and exit cleanly (status 0, also under ASan).
 # Usage: server_api.sh BUILD_DIR [GOLDEN_DIR]
 set -u

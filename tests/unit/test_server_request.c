@@ -1,7 +1,8 @@
 /* sdc-server request parsing (tools/server/request.c, base64.c): RFC 4648 base64 test
  * vectors, each API family's fields against the values written into the request, the
  * A1111 label tables, sd_cpp_extra_args, multipart edits, image resizing against a
- * double-precision bilinear reference, and the 400 cases. */
+ * double-precision bilinear reference, the 400 cases, and issue 15's rules (prompt limit,
+ * the model's size step, stream refused, OpenAI RGBA masks against 255 - alpha). */
 #include "test_util.h"
 
 #include <stdint.h>
