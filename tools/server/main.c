@@ -175,6 +175,30 @@ static void log_to_stderr(sdc_log_level level, const char *msg, void *user) {
     fprintf(stderr, "sdc-server: %s%s%s", p, msg, (n && msg[n - 1] == '\n') ? "" : "\n");
 }
 
+/* The model's size rule, checked when a job is accepted: the least multiple of 8 that the
+ * model's size multiple divides (MiniT2I: 16). */
+static int size_step(const sdc_context *ctx) {
+    int mult = sdc_context_size_multiple(ctx), step = 8;
+    while (mult > 1 && step % mult) step += 8;
+    return step;
+}
+
+/* --list-devices: one "name<TAB>description" line per device; 0, or 1 on a bad value. */
+static int list_devices(int cpu_devices) {
+    sdc_status st = cpu_devices > 0 ? sdc_set_cpu_devices(cpu_devices) : SDC_OK;
+    if (st != SDC_OK) {
+        fprintf(stderr, "sdc-server: error: --cpu-devices: %s\n",
+                *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
+        return 1;
+    }
+    for (int i = 0; i < sdc_device_count(); i++) {
+        char name[64], desc[512];
+        if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
+            printf("%s\t%s\n", name, desc);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0};
     char **args = calloc((size_t)argc + 1, sizeof(char *));
@@ -212,17 +236,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (a.list_devices) { /* needs no model */
-        if (a.cpu_devices > 0 && (st = sdc_set_cpu_devices(a.cpu_devices)) != SDC_OK) {
-            fprintf(stderr, "sdc-server: error: --cpu-devices: %s\n",
-                    *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
-            goto done;
-        }
-        for (int i = 0; i < sdc_device_count(); i++) {
-            char name[64], desc[512];
-            if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
-                printf("%s\t%s\n", name, desc);
-        }
-        rc = 0;
+        rc = list_devices(a.cpu_devices);
         goto done;
     }
     if (!sdc_cli_check_inputs(&a, err, sizeof err)) {
@@ -267,10 +281,7 @@ int main(int argc, char **argv) {
     d.seed = a.gen.seed;
     d.sampler = a.gen.sampling_method;
     d.scheduler = a.gen.scheduler;
-    /* the model's size rule, checked when a job is accepted; at least 8 (PNG/VAE rule) */
-    int mult = sdc_context_size_multiple(ctx);
-    d.size_step = 8;
-    while (d.size_step % (mult > 0 ? mult : 1)) d.size_step += 8;
+    d.size_step = size_step(ctx);
 
     /* signals are taken by sigwait below; every thread inherits this mask */
     sigset_t sigs;
