@@ -105,6 +105,13 @@ static void finish_job(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_job_state state)
         q->stats.failed++;
     else
         q->stats.cancelled++;
+    if (q->cfg.verbose) /* -v: one line per job, however it ended */
+        fprintf(stderr, "sdc-server: job %s %s: %d image(s) %dx%d, %d steps, %.2f s%s%s\n", j->id,
+                sdc_srv_job_state_name(state), j->result.count, j->req.width, j->req.height,
+                j->req.n_sigmas > 0 ? j->req.n_sigmas - 1 : j->req.steps,
+                j->started ? j->finished_mono - j->started_mono : 0.0,
+                state == SDC_SRV_JOB_COMPLETED ? "" : ": ",
+                state == SDC_SRV_JOB_COMPLETED ? "" : j->result.error);
     /* the request (prompt, init image) is no longer needed */
     sdc_srv_request_free(&j->req);
     pthread_cond_broadcast(&q->done_cv);
@@ -301,11 +308,6 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
     j->result = res;
     q->running = NULL;
     finish_job(q, j, final);
-    if (q->cfg.verbose)
-        fprintf(stderr, "sdc-server: job %s %s: %d image(s) %dx%d, %d steps, %.2f s%s%s\n", j->id,
-                sdc_srv_job_state_name(final), res.count, p.width, p.height, p.steps,
-                mono_now() - j->started_mono, final == SDC_SRV_JOB_FAILED ? ": " : "",
-                final == SDC_SRV_JOB_FAILED ? res.error : "");
     pthread_mutex_unlock(&q->mu);
 }
 
