@@ -17,9 +17,11 @@ struct sdc_srv_job {
     sdc_srv_request req;
     sdc_srv_job_state state;
     bool cancel_requested;
-    int refs; /* synchronous waiters; a held job is never dropped */
+    bool interrupt_requested; /* A1111 /interrupt: keep the images done so far */
+    bool delivered;           /* a synchronous waiter took the images */
+    int refs;                 /* synchronous waiters; a held job is never dropped */
     time_t created, started, finished;
-    double finished_mono;
+    double started_mono, finished_mono;
     /* progress */
     int step, steps, image, images;
     double step_seconds_sum;
@@ -103,6 +105,13 @@ static void finish_job(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_job_state state)
         q->stats.failed++;
     else
         q->stats.cancelled++;
+    if (q->cfg.verbose) /* -v: one line per job, however it ended */
+        fprintf(stderr, "sdc-server: job %s %s: %d image(s) %dx%d, %d steps, %.2f s%s%s\n", j->id,
+                sdc_srv_job_state_name(state), j->result.count, j->req.width, j->req.height,
+                j->req.n_sigmas > 0 ? j->req.n_sigmas - 1 : j->req.steps,
+                j->started ? j->finished_mono - j->started_mono : 0.0,
+                state == SDC_SRV_JOB_COMPLETED ? "" : ": ",
+                state == SDC_SRV_JOB_COMPLETED ? "" : j->result.error);
     /* the request (prompt, init image) is no longer needed */
     sdc_srv_request_free(&j->req);
     pthread_cond_broadcast(&q->done_cv);
@@ -232,27 +241,63 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
     p.progress = on_progress;
     p.progress_user = &rs;
 
-    sdc_image *images = NULL;
-    int count = 0;
-    sdc_status st = sdc_generate_image(q->ctx, &p, &images, &count);
+    /* image by image (seeds seed, seed+1, ... as the library's batch), so that an A1111
+     * interrupt keeps the images finished before it */
+    int n = p.batch_count, count = 0;
+    sdc_image *images = calloc((size_t)n, sizeof *images);
+    sdc_status st = images ? SDC_OK : SDC_ERR_NO_MEMORY;
+    int64_t base =
+        p.seed >= 0 ? p.seed : (int64_t)(((uint64_t)time(NULL) ^ q->id_salt) & 0x7fffffff);
+    p.batch_count = 1;
+    for (int b = 0; b < n && st == SDC_OK; b++) {
+        sdc_image *one = NULL;
+        int got = 0;
+        if (b > 0) { /* a cancel between two images (each call clears the context's flag) */
+            pthread_mutex_lock(&q->mu);
+            bool stop = j->cancel_requested || q->stopping;
+            pthread_mutex_unlock(&q->mu);
+            if (stop) {
+                st = SDC_ERR_CANCELLED;
+                break;
+            }
+        }
+        p.seed = base + b;
+        st = sdc_generate_image(q->ctx, &p, &one, &got);
+        if (st == SDC_OK && got == 1) {
+            images[count++] = one[0];
+            free(one);
+        } else {
+            sdc_free_images(one, got);
+        }
+    }
+    p.seed = base;
+    pthread_mutex_lock(&q->mu);
+    bool interrupted = j->interrupt_requested && st == SDC_ERR_CANCELLED;
+    pthread_mutex_unlock(&q->mu);
     sdc_srv_result res = {0};
-    if (st == SDC_OK) {
-        st = encode_results(q, &p, images, count, &res);
-        if (st != SDC_OK) snprintf(res.error, sizeof res.error, "out of memory encoding images");
+    if (st == SDC_OK || interrupted) {
+        sdc_status enc = encode_results(q, &p, images, count, &res);
+        if (enc != SDC_OK) {
+            st = enc;
+            interrupted = false;
+            snprintf(res.error, sizeof res.error, "out of memory encoding images");
+        }
     } else {
         snprintf(res.error, sizeof res.error, "%s",
                  *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
     }
     res.status = st;
-    sdc_free_images(images, count);
+    if (images) sdc_free_images(images, count);
 
     pthread_mutex_lock(&q->mu);
     sdc_srv_job_state final = SDC_SRV_JOB_COMPLETED;
     if (st == SDC_ERR_CANCELLED) {
         final = SDC_SRV_JOB_CANCELLED;
-        sdc_srv_result_free(&res);
+        if (!interrupted) sdc_srv_result_free(&res);
         res.status = st;
-        snprintf(res.error, sizeof res.error, "job cancelled");
+        res.interrupted = interrupted;
+        snprintf(res.error, sizeof res.error, "%s",
+                 interrupted ? "job interrupted" : "job cancelled");
     } else if (st != SDC_OK) {
         final = SDC_SRV_JOB_FAILED;
         sdc_srv_result err_only = {.status = st};
@@ -283,6 +328,7 @@ static void *worker_main(void *arg) {
         unqueue(q, j);
         j->state = SDC_SRV_JOB_RUNNING;
         j->started = time(NULL);
+        j->started_mono = mono_now();
         j->images = j->req.batch_count;
         q->running = j;
         pthread_mutex_unlock(&q->mu);
@@ -434,38 +480,17 @@ sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*stil
     return s;
 }
 
-static char *dup_str(const char *s) {
-    return s ? strdup(s) : NULL;
-}
-
 bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
-    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&q->mu);
-    const sdc_srv_result *r = &j->result;
-    bool ok = true;
-    out->status = r->status;
-    memcpy(out->error, r->error, sizeof out->error);
-    if (r->count > 0) {
-        out->b64_png = calloc((size_t)r->count, sizeof(char *));
-        out->infotext = calloc((size_t)r->count, sizeof(char *));
-        out->seeds = calloc((size_t)r->count, sizeof(int64_t));
-        ok = out->b64_png && out->infotext && out->seeds;
-        if (ok) {
-            out->count = r->count;
-            for (int i = 0; i < r->count; i++) {
-                out->b64_png[i] = dup_str(r->b64_png[i]);
-                out->infotext[i] = dup_str(r->infotext[i]);
-                out->seeds[i] = r->seeds[i];
-                ok = ok && out->b64_png[i] && out->infotext[i];
-            }
-        }
-    }
+    /* moved, not copied: the images leave the queue with their one waiter */
+    *out = j->result;
+    memset(&j->result, 0, sizeof j->result);
+    j->result.status = out->status;
+    j->result.interrupted = out->interrupted;
+    memcpy(j->result.error, out->error, sizeof out->error);
+    j->delivered = true;
     pthread_mutex_unlock(&q->mu);
-    if (!ok) {
-        sdc_srv_result_free(out);
-        out->status = SDC_ERR_NO_MEMORY;
-    }
-    return ok;
+    return true;
 }
 
 void sdc_srv_jobs_release(sdc_srv_jobs *q, sdc_srv_job *j) {
@@ -525,6 +550,8 @@ static cJSON *describe_locked(sdc_srv_jobs *q, const sdc_srv_job *j) {
         cJSON *res = cJSON_AddObjectToObject(o, "result");
         cJSON *imgs = res ? cJSON_AddArrayToObject(res, "images") : NULL;
         if (res) cJSON_AddStringToObject(res, "output_format", "png");
+        /* a synchronous job's images went to its client and are no longer kept */
+        if (res && j->delivered) cJSON_AddBoolToObject(res, "delivered", true);
         for (int i = 0; imgs && i < j->result.count; i++) {
             cJSON *im = cJSON_CreateObject();
             if (!im) break;
@@ -574,7 +601,10 @@ int sdc_srv_jobs_cancel(sdc_srv_jobs *q, const char *id, cJSON **desc) {
 bool sdc_srv_jobs_interrupt(sdc_srv_jobs *q) {
     pthread_mutex_lock(&q->mu);
     bool any = q->running != NULL;
-    if (any) cancel_locked(q, q->running);
+    if (any) {
+        q->running->interrupt_requested = true;
+        cancel_locked(q, q->running);
+    }
     pthread_mutex_unlock(&q->mu);
     return any;
 }
