@@ -135,6 +135,10 @@ typedef struct sdc_context_params {
     /* --split-mode for modules split across devices (--backend te=a&b): "layer" (default) or
      * "row", or per module "diffusion=row,te=layer"; NULL = layer */
     const char *split_mode;
+    /* --auto-fit: derive the te/diffusion/vae placement from the weight sizes and the device
+     * budgets (--max-vram); --backend, --params-backend and the *-on-cpu shorthands are then
+     * ignored with a warning (docs/devices.md) */
+    bool auto_fit;
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);

@@ -17,6 +17,7 @@
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
 #include "pipeline/registry.h"
+#include "placement/autofit.h"
 #include "placement/devices.h"
 #include "placement/split.h"
 #include "sampling/defaults.h"
@@ -185,8 +186,9 @@ static void log_loaded(sdc_context *ctx) {
                               base_name(sdc_loader_file_path(ctx->weights, i)));
     weight_types_line(ctx->weights, types, sizeof types);
     sdc_placement_describe(&ctx->placement, place, sizeof place);
-    snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s",
-             ctx->family_desc->name, files, types, place);
+    snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s%s%s",
+             ctx->family_desc->name, files, types, place, ctx->autofit_plan[0] ? "; " : "",
+             ctx->autofit_plan);
     SDC_LOGI("%s", ctx->m.summary);
 }
 
@@ -246,6 +248,47 @@ static bool tensor_on_disk(const char *name, void *user) {
     for (int m = 0; m < SDC_MODULE_COUNT; m++)
         if (pl->module[m].params == SDC_PARAMS_DISK && sdc_module_owns_tensor(m, name)) return true;
     return false;
+}
+
+/* --auto-fit: the plan from each module's weight bytes (as stored) and every registry
+ * device's room; compute reserve per module: a quarter of its weights, at most sd.cpp's
+ * figures (2 GiB for te and diffusion, 1 GiB for the VAE). */
+static sdc_status auto_fit(sdc_context *ctx, const sdc_context_params *p) {
+    if (p->backend || p->params_backend || p->clip_on_cpu || p->vae_on_cpu || p->offload_to_cpu)
+        SDC_LOGW("--auto-fit is on: --backend, --params-backend, --clip-on-cpu, --vae-on-cpu "
+                 "and --offload-to-cpu are ignored");
+    sdc_autofit_component comps[SDC_MODULE_COUNT];
+    int nc = 0;
+    for (int m = 0; m < SDC_MODULE_COUNT; m++) {
+        uint64_t bytes = 0;
+        for (int i = 0; i < sdc_loader_tensor_count(ctx->weights); i++) {
+            const sdc_tensor *t = sdc_loader_tensor_at(ctx->weights, i);
+            if (sdc_module_owns_tensor(m, t->name)) bytes += sdc_tensor_nbytes(t);
+        }
+        if (!bytes && m > SDC_MODULE_VAE) continue;
+        uint64_t cap = (uint64_t)(m == SDC_MODULE_VAE ? 1 : 2) << 30;
+        comps[nc++] = (sdc_autofit_component){m, bytes, bytes / 4 < cap ? bytes / 4 : cap};
+    }
+    sdc_autofit_device devs[SDC_MAX_DEVICES];
+    int nd = sdc_devices_count(), cpu_index = -1;
+    for (int i = 0; i < nd && i < SDC_MAX_DEVICES; i++) {
+        const sdc_device *d = sdc_devices_get(i);
+        uint64_t free_b = d->ops && d->ops->free_bytes ? d->ops->free_bytes(d) : d->total_bytes;
+        devs[i] =
+            (sdc_autofit_device){d->index, d->name, d->kind == SDC_DEVICE_CPU, free_b,
+                                 d->budget_bytes ? (double)d->budget_bytes / 1073741824.0 : 0.0};
+        if (cpu_index < 0 && d->kind == SDC_DEVICE_CPU) cpu_index = d->index;
+    }
+    sdc_autofit_plan plan;
+    sdc_status s = sdc_autofit_make_plan(comps, nc, devs, nd, cpu_index, &plan);
+    if (s != SDC_OK) return s;
+    ctx->placement = plan.placement;
+    snprintf(ctx->autofit_plan, sizeof ctx->autofit_plan, "%s", plan.text);
+    if (plan.n_on_cpu)
+        SDC_LOGW("%s", plan.text);
+    else
+        SDC_LOGI("%s", plan.text);
+    return SDC_OK;
 }
 
 /* The backend of a device, created on first use; -t sets the threads of a lone device. */
@@ -341,10 +384,11 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     p.n_threads = ctx->n_threads;
     if (p.max_vram && *p.max_vram && (s = sdc_devices_apply_max_vram(p.max_vram)) != SDC_OK)
         goto fail;
-    if ((s = sdc_placement_parse(&p, &ctx->placement)) != SDC_OK) goto fail;
+    if (!p.auto_fit && (s = sdc_placement_parse(&p, &ctx->placement)) != SDC_OK) goto fail;
     ctx->flow_shift = p.flow_shift;
     if ((s = open_files(ctx, &p)) != SDC_OK) goto fail;
     if ((s = detect_family(ctx)) != SDC_OK) goto fail;
+    if (p.auto_fit && (s = auto_fit(ctx, &p)) != SDC_OK) goto fail;
     sdc_family_load_fn load = sdc_family_loader(ctx->family);
     if ((s = check_unused_components(&p, ctx->family_desc->name)) != SDC_OK ||
         (s = check_options(&p, ctx->family_desc, &ctx->placement.module[SDC_MODULE_DIFFUSION])) !=

@@ -30,6 +30,7 @@ struct sdc_context {
     /* basenames of the model files, for PNG metadata */
     char model_name[256], diffusion_model_name[256], t5xxl_name[256];
     char description[1280]; /* sdc_context_describe */
+    char autofit_plan[512]; /* --auto-fit: the plan line, "" without it */
     int weight_type;        /* --type (ggml id, -1: as stored), for PNG metadata */
     _Atomic int cancel;
     /* called around every graph node of every model pass (imatrix collection, debugging);

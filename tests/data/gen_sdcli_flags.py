@@ -84,7 +84,7 @@ STATUS = r"""
 --threads | works | cli | int | 2 | ctx.n_threads | - | both | - | N | threads; <= 0: all physical cores (default: -1)
 --stream-layers | warning | cli | none | - | - | - | both | - | - | layer streaming is not supported yet; ignored
 --eager-load | warning | cli | none | - | - | - | both | - | - | sdc loads each module's weights when its phase needs them; ignored
---auto-fit | warning | cli | none | - | - | - | both | - | - | automatic placement is not supported yet (use --backend); ignored
+--auto-fit | lib | library | none | - | ctx.auto_fit | - | both | - | - | place te, diffusion and vae from the weight sizes and the --max-vram budgets (--backend and --params-backend are then ignored)
 --force-sdxl-vae-conv-scale | warning | cli | none | - | - | - | both | - | - | applies to SDXL VAEs only, which are not supported yet; ignored
 --offload-to-cpu | lib | library | none | - | ctx.offload_to_cpu | - | both | - | - | keep weights in RAM and move them to the device when needed
 --mmap | warning | cli | none | - | - | - | both | - | - | sdc always memory-maps weight files; ignored
@@ -401,7 +401,8 @@ LIB_EXPECT = {
     "--llm_vision": "error", "--qwen2vl": "error", "--qwen2vl_vision": "error",
     "--vae": "error", "--taesd": "error", "--tae": "error", "--control-net": "error",
     "--upscale-model": "error", "--embd-dir": "warning", "--lora-model-dir": "warning",
-    "--backend": "ok", "--params-backend": "ok", "--max-vram": "ok",
+    "--backend": "ok", "--params-backend": "ok", "--max-vram": "ok", "--auto-fit": "ok",
+    "--split-mode": "ok",
     "--offload-to-cpu": "warning", "--clip-on-cpu": "ok", "--vae-on-cpu": "warning",
     "--diffusion-fa": "warning", "--prediction": "error", "--clip-skip": "warning",
     "--img-cfg-scale": "error", "--guidance": "error", "--flow-shift": "warning",

@@ -134,8 +134,10 @@ const sdc_cli_opt sdc_cli_opts[] = {
      NULL, "layer streaming is not supported yet; ignored"},
     {NULL, "--eager-load", K_BOOL, O_NONE, NONE, ST_WARN, P_CLI | P_SRV, G_CONTEXT, NULL, NULL,
      NULL, "sdc loads each module's weights when its phase needs them; ignored"},
-    {NULL, "--auto-fit", K_BOOL, O_NONE, NONE, ST_WARN, P_CLI | P_SRV, G_CONTEXT, NULL, NULL, NULL,
-     "automatic placement is not supported yet (use --backend); ignored"},
+    {NULL, "--auto-fit", K_BOOL, O_NONE, T(ctx.auto_fit), ST_LIB, P_CLI | P_SRV, G_CONTEXT, NULL,
+     NULL, NULL,
+     "place te, diffusion and vae from the weight sizes and the --max-vram budgets (--backend and "
+     "--params-backend are then ignored)"},
     {NULL, "--force-sdxl-vae-conv-scale", K_BOOL, O_NONE, NONE, ST_WARN, P_CLI | P_SRV, G_CONTEXT,
      NULL, NULL, NULL, "applies to SDXL VAEs only, which are not supported yet; ignored"},
     {NULL, "--offload-to-cpu", K_BOOL, O_NONE, T(ctx.offload_to_cpu), ST_LIB, P_CLI | P_SRV,
