@@ -186,9 +186,17 @@ static void log_loaded(sdc_context *ctx) {
                               base_name(sdc_loader_file_path(ctx->weights, i)));
     weight_types_line(ctx->weights, types, sizeof types);
     sdc_placement_describe(&ctx->placement, place, sizeof place);
-    snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s%s%s",
-             ctx->family_desc->name, files, types, place, ctx->autofit_plan[0] ? "; " : "",
-             ctx->autofit_plan);
+    int len = snprintf(ctx->description, sizeof ctx->description, "%s: %s; weights %s; %s",
+                       ctx->family_desc->name, files, types, place);
+    /* the auto-fit plan, if any, as far as it fits */
+    if (ctx->autofit_plan[0] && len > 0 && (size_t)len + 2 < sizeof ctx->description) {
+        size_t n = (size_t)len, room = sizeof ctx->description - n - 2;
+        memcpy(ctx->description + n, "; ", 2);
+        size_t k = strlen(ctx->autofit_plan);
+        if (k > room - 1) k = room - 1;
+        memcpy(ctx->description + n + 2, ctx->autofit_plan, k);
+        ctx->description[n + 2 + k] = '\0';
+    }
     SDC_LOGI("%s", ctx->m.summary);
 }
 
