@@ -11,6 +11,7 @@
 
 #include "base64.h"
 #include "png_encode.h"
+#include "queue.h"
 
 struct sdc_srv_job {
     char id[40];
@@ -44,6 +45,7 @@ struct sdc_srv_jobs {
     sdc_srv_job *running;
     uint32_t id_salt, id_counter;
     sdc_srv_stats stats;
+    sdc_srv_rq *rq; /* non-NULL: every call goes to the Redis queue */
 };
 
 static double mono_now(void) {
@@ -176,7 +178,7 @@ static void on_progress(int step, int steps, double step_seconds, void *user) {
 }
 
 /* Encodes the images of a finished generation into *res (no lock held). */
-static sdc_status encode_results(sdc_srv_jobs *q, const sdc_generate_params *p,
+static sdc_status encode_results(sdc_context *ctx, const sdc_generate_params *p,
                                  const sdc_image *images, int count, sdc_srv_result *res) {
     res->b64_png = calloc((size_t)count, sizeof(char *));
     res->infotext = calloc((size_t)count, sizeof(char *));
@@ -185,7 +187,7 @@ static sdc_status encode_results(sdc_srv_jobs *q, const sdc_generate_params *p,
     res->count = count;
     for (int i = 0; i < count; i++) {
         res->seeds[i] = images[i].seed;
-        res->infotext[i] = sdc_generation_parameters_text(q->ctx, p, images[i].seed);
+        res->infotext[i] = sdc_generation_parameters_text(ctx, p, images[i].seed);
         size_t png_size = 0;
         uint8_t *png = sdc_srv_png_encode(&images[i], res->infotext[i], &png_size);
         if (!png) return SDC_ERR_NO_MEMORY;
@@ -196,8 +198,9 @@ static sdc_status encode_results(sdc_srv_jobs *q, const sdc_generate_params *p,
     return SDC_OK;
 }
 
-static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
-    sdc_srv_request *r = &j->req;
+sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
+                               const sdc_srv_request *r, sdc_srv_progress_fn progress, void *user,
+                               sdc_srv_result *res) {
     sdc_image init = {0}, mask = {0};
     sdc_generate_params p;
     sdc_generate_params_init(&p);
@@ -210,8 +213,8 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
     p.seed = r->seed;
     p.sampling_method = r->sampler[0] ? r->sampler : NULL;
     p.scheduler = r->scheduler[0] ? r->scheduler : NULL;
-    if (q->cfg.rng) p.rng = q->cfg.rng;
-    if (q->cfg.sampler_rng) p.sampler_rng = q->cfg.sampler_rng;
+    if (cfg->rng) p.rng = cfg->rng;
+    if (cfg->sampler_rng) p.sampler_rng = cfg->sampler_rng;
     if (isfinite(r->eta)) p.eta = r->eta;
     p.batch_count = r->batch_count;
     if (r->n_sigmas > 0) {
@@ -228,38 +231,42 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
             p.mask_image = &mask;
         }
     }
-    run_state rs = {q, j};
-    p.progress = on_progress;
-    p.progress_user = &rs;
+    p.progress = progress;
+    p.progress_user = user;
 
     sdc_image *images = NULL;
     int count = 0;
-    sdc_status st = sdc_generate_image(q->ctx, &p, &images, &count);
-    sdc_srv_result res = {0};
+    memset(res, 0, sizeof *res);
+    sdc_status st = sdc_generate_image(ctx, &p, &images, &count);
     if (st == SDC_OK) {
-        st = encode_results(q, &p, images, count, &res);
-        if (st != SDC_OK) snprintf(res.error, sizeof res.error, "out of memory encoding images");
+        st = encode_results(ctx, &p, images, count, res);
+        if (st != SDC_OK) snprintf(res->error, sizeof res->error, "out of memory encoding images");
     } else {
-        snprintf(res.error, sizeof res.error, "%s",
+        snprintf(res->error, sizeof res->error, "%s",
                  *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
     }
-    res.status = st;
     sdc_free_images(images, count);
+    if (st != SDC_OK) { /* keep only the message */
+        sdc_srv_result err_only = {.status = st};
+        memcpy(err_only.error, res->error, sizeof res->error);
+        if (st == SDC_ERR_CANCELLED)
+            snprintf(err_only.error, sizeof err_only.error, "job cancelled");
+        sdc_srv_result_free(res);
+        *res = err_only;
+    }
+    res->status = st;
+    return st;
+}
+
+static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
+    run_state rs = {q, j};
+    sdc_srv_result res;
+    sdc_status st = sdc_srv_run_request(q->ctx, &q->cfg, &j->req, on_progress, &rs, &res);
 
     pthread_mutex_lock(&q->mu);
-    sdc_srv_job_state final = SDC_SRV_JOB_COMPLETED;
-    if (st == SDC_ERR_CANCELLED) {
-        final = SDC_SRV_JOB_CANCELLED;
-        sdc_srv_result_free(&res);
-        res.status = st;
-        snprintf(res.error, sizeof res.error, "job cancelled");
-    } else if (st != SDC_OK) {
-        final = SDC_SRV_JOB_FAILED;
-        sdc_srv_result err_only = {.status = st};
-        memcpy(err_only.error, res.error, sizeof res.error);
-        sdc_srv_result_free(&res);
-        res = err_only;
-    }
+    sdc_srv_job_state final = st == SDC_OK              ? SDC_SRV_JOB_COMPLETED
+                              : st == SDC_ERR_CANCELLED ? SDC_SRV_JOB_CANCELLED
+                                                        : SDC_SRV_JOB_FAILED;
     j->result = res;
     q->running = NULL;
     finish_job(q, j, final);
@@ -296,13 +303,23 @@ static void *worker_main(void *arg) {
 
 /* ---- public ---- */
 
-sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg) {
+sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg, char *err,
+                                  size_t err_size) {
     sdc_srv_jobs *q = calloc(1, sizeof *q);
+    snprintf(err, err_size, "out of memory");
     if (!q) return NULL;
     q->ctx = ctx;
     q->cfg = *cfg;
     if (q->cfg.max_queue < 1) q->cfg.max_queue = 1;
     if (q->cfg.max_kept < 1) q->cfg.max_kept = 1;
+    if (cfg->queue_url) {
+        q->rq = sdc_srv_rq_create(ctx, &q->cfg, err, err_size);
+        if (!q->rq) {
+            free(q);
+            return NULL;
+        }
+        return q;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     q->id_salt = (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec * 2654435761u ^ (uint32_t)getpid();
@@ -314,12 +331,17 @@ sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *c
         pthread_cond_destroy(&q->work_cv);
         pthread_cond_destroy(&q->done_cv);
         free(q);
+        snprintf(err, err_size, "cannot start the worker thread");
         return NULL;
     }
     return q;
 }
 
 void sdc_srv_jobs_shutdown(sdc_srv_jobs *q) {
+    if (q->rq) {
+        sdc_srv_rq_shutdown(q->rq);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     q->stopping = true;
     while (q->queue_head) {
@@ -339,6 +361,11 @@ void sdc_srv_jobs_shutdown(sdc_srv_jobs *q) {
 
 void sdc_srv_jobs_destroy(sdc_srv_jobs *q) {
     if (!q) return;
+    if (q->rq) {
+        sdc_srv_rq_destroy(q->rq);
+        free(q);
+        return;
+    }
     sdc_srv_jobs_shutdown(q);
     pthread_join(q->worker, NULL);
     for (sdc_srv_job *j = q->all, *next; j; j = next) {
@@ -354,6 +381,18 @@ void sdc_srv_jobs_destroy(sdc_srv_jobs *q) {
 int sdc_srv_jobs_submit(sdc_srv_jobs *q, sdc_srv_request *req, char id[40], sdc_srv_job **held) {
     if (held) *held = NULL;
     id[0] = '\0';
+    if (q->rq) { /* a held job is only its id: the state lives in Redis */
+        sdc_srv_job *j = held ? calloc(1, sizeof *j) : NULL;
+        if (held && !j) return 503;
+        int rc = sdc_srv_rq_submit(q->rq, req, id);
+        if (rc || !held) {
+            free(j);
+            return rc;
+        }
+        memcpy(j->id, id, sizeof j->id);
+        *held = j;
+        return 0;
+    }
     pthread_mutex_lock(&q->mu);
     prune(q);
     int refusal = q->stopping ? 503 : q->queued >= q->cfg.max_queue ? 429 : 0;
@@ -408,6 +447,7 @@ static void cancel_locked(sdc_srv_jobs *q, sdc_srv_job *j) {
 
 sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*still_wanted)(void *),
                                     void *user) {
+    if (q->rq) return j->state = sdc_srv_rq_wait(q->rq, j->id, still_wanted, user);
     pthread_mutex_lock(&q->mu);
     /* the client is checked every 100 ms, by the clock: other jobs finishing wake this
      * thread too, and must not postpone the check */
@@ -440,6 +480,7 @@ static char *dup_str(const char *s) {
 
 bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
     memset(out, 0, sizeof *out);
+    if (q->rq) return sdc_srv_rq_result(q->rq, j->id, out);
     pthread_mutex_lock(&q->mu);
     const sdc_srv_result *r = &j->result;
     bool ok = true;
@@ -469,6 +510,10 @@ bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
 }
 
 void sdc_srv_jobs_release(sdc_srv_jobs *q, sdc_srv_job *j) {
+    if (q->rq) {
+        free(j);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     j->refs--;
     prune(q);
@@ -550,6 +595,7 @@ static cJSON *describe_locked(sdc_srv_jobs *q, const sdc_srv_job *j) {
 }
 
 cJSON *sdc_srv_jobs_describe(sdc_srv_jobs *q, const char *id) {
+    if (q->rq) return sdc_srv_rq_describe(q->rq, id);
     pthread_mutex_lock(&q->mu);
     sdc_srv_job *j = find(q, id);
     cJSON *o = j ? describe_locked(q, j) : NULL;
@@ -559,6 +605,7 @@ cJSON *sdc_srv_jobs_describe(sdc_srv_jobs *q, const char *id) {
 
 int sdc_srv_jobs_cancel(sdc_srv_jobs *q, const char *id, cJSON **desc) {
     *desc = NULL;
+    if (q->rq) return sdc_srv_rq_cancel(q->rq, id, desc);
     pthread_mutex_lock(&q->mu);
     sdc_srv_job *j = find(q, id);
     int code = 404;
@@ -572,6 +619,7 @@ int sdc_srv_jobs_cancel(sdc_srv_jobs *q, const char *id, cJSON **desc) {
 }
 
 bool sdc_srv_jobs_interrupt(sdc_srv_jobs *q) {
+    if (q->rq) return sdc_srv_rq_interrupt(q->rq);
     pthread_mutex_lock(&q->mu);
     bool any = q->running != NULL;
     if (any) cancel_locked(q, q->running);
@@ -581,6 +629,10 @@ bool sdc_srv_jobs_interrupt(sdc_srv_jobs *q) {
 
 void sdc_srv_jobs_progress(sdc_srv_jobs *q, sdc_srv_progress *p) {
     memset(p, 0, sizeof *p);
+    if (q->rq) {
+        sdc_srv_rq_progress(q->rq, p);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     p->queued = q->queued;
     const sdc_srv_job *j = q->running;
@@ -598,9 +650,17 @@ void sdc_srv_jobs_progress(sdc_srv_jobs *q, sdc_srv_progress *p) {
 }
 
 void sdc_srv_jobs_stats(sdc_srv_jobs *q, sdc_srv_stats *s) {
+    if (q->rq) {
+        sdc_srv_rq_stats(q->rq, s);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     *s = q->stats;
     s->queued = q->queued;
     s->kept = q->kept;
     pthread_mutex_unlock(&q->mu);
+}
+
+cJSON *sdc_srv_jobs_models(sdc_srv_jobs *q) {
+    return q->rq ? sdc_srv_rq_models(q->rq) : NULL;
 }
