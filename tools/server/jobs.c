@@ -661,6 +661,29 @@ void sdc_srv_jobs_stats(sdc_srv_jobs *q, sdc_srv_stats *s) {
     pthread_mutex_unlock(&q->mu);
 }
 
-cJSON *sdc_srv_jobs_models(sdc_srv_jobs *q) {
-    return q->rq ? sdc_srv_rq_models(q->rq) : NULL;
+void sdc_srv_jobs_add_models(sdc_srv_jobs *q, cJSON *list, bool sdapi) {
+    cJSON *names = q->rq ? sdc_srv_rq_models(q->rq) : NULL;
+    cJSON *it;
+    cJSON_ArrayForEach(it, names) {
+        if (!cJSON_IsString(it) || (q->cfg.model_name && !strcmp(it->valuestring, q->cfg.model_name)))
+            continue; /* this node's own model is the caller's first entry */
+        cJSON *m = cJSON_CreateObject();
+        if (!m) break;
+        if (sdapi) {
+            cJSON_AddStringToObject(m, "title", it->valuestring);
+            cJSON_AddStringToObject(m, "model_name", it->valuestring);
+            cJSON_AddStringToObject(m, "filename", it->valuestring);
+            cJSON_AddStringToObject(m, "hash", "00000000");
+            cJSON_AddStringToObject(m, "sha256", "");
+            cJSON_AddNullToObject(m, "config");
+        } else {
+            cJSON_AddStringToObject(m, "id", it->valuestring);
+            cJSON_AddStringToObject(m, "object", "model");
+            cJSON_AddNumberToObject(m, "created", 0);
+            cJSON_AddStringToObject(m, "owned_by", "cluster");
+            cJSON_AddStringToObject(m, "name", it->valuestring);
+        }
+        cJSON_AddItemToArray(list, m);
+    }
+    cJSON_Delete(names);
 }

@@ -98,8 +98,8 @@ void sdc_srv_jobs_stats(sdc_srv_jobs *q, sdc_srv_stats *s);
 
 const char *sdc_srv_job_state_name(sdc_srv_job_state s);
 
-/* The models served: with Redis those of every live node (a JSON array of names),
- * NULL for the in-memory queue (the caller lists its own). */
-cJSON *sdc_srv_jobs_models(sdc_srv_jobs *q);
+/* With Redis: appends to list the models the other live nodes serve (OpenAI /v1/models
+ * entries, or A1111 sd-models ones with sdapi); the in-memory queue adds nothing. */
+void sdc_srv_jobs_add_models(sdc_srv_jobs *q, cJSON *list, bool sdapi);
 
 #endif

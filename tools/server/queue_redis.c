@@ -14,6 +14,7 @@
  * and reads the cancel flag. Results are stored by a Lua script that refuses a job already
  * finished, so a job re-run after its node was presumed dead is stored once. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,8 @@ static const char *k_finish =
     "for i = 0, tonumber(ARGV[10]) - 1 do\n"
     "  redis.call('HSET', KEYS[1], 'seed'..i, ARGV[11+3*i], 'info'..i, ARGV[12+3*i],\n"
     "    'png'..i, ARGV[13+3*i]) end\n"
+    "if ARGV[4] == 'completed' then redis.call('HSET', KEYS[1], 'step', redis.call('HGET', "
+    "KEYS[1], 'steps')) end\n"
     "redis.call('HINCRBY', KEYS[1], 'stores', 1)\n"
     "redis.call('EXPIRE', KEYS[1], ARGV[7])\n"
     "redis.call('INCR', KEYS[5])\n"
@@ -187,6 +190,38 @@ static void pool_put(sdc_srv_rq *q, redisContext *c) {
     pthread_mutex_unlock(&q->mu);
     free(p);
     if (c) redisFree(c);
+}
+
+/* Drops every pooled connection: after one broke (Redis restarted) the others are dead too. */
+static void pool_flush(sdc_srv_rq *q) {
+    pthread_mutex_lock(&q->mu);
+    pooled *p = q->pool;
+    q->pool = NULL;
+    q->pooled_n = 0;
+    pthread_mutex_unlock(&q->mu);
+    while (p) {
+        pooled *next = p->next;
+        redisFree(p->c);
+        free(p);
+        p = next;
+    }
+}
+
+/* A command on a pooled connection; a broken one is replaced and the command sent once more.
+ * *cp may be NULL on entry (one is taken) and is NULL on return when Redis is unreachable. */
+static redisReply *pool_cmd(sdc_srv_rq *q, redisContext **cp, const char *fmt, ...) {
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!*cp && !(*cp = pool_get(q))) return NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        redisReply *r = redisvCommand(*cp, fmt, ap);
+        va_end(ap);
+        if (r) return r;
+        redisFree(*cp);
+        *cp = NULL;
+        pool_flush(q);
+    }
+    return NULL;
 }
 
 /* An argument list for redisCommandArgv (copies nothing: the values must outlive it). */
@@ -738,6 +773,12 @@ int sdc_srv_rq_submit(sdc_srv_rq *q, sdc_srv_request *req, char id[40]) {
         arg_i(&a, req->batch_count);
         arg_s(&a, q->cfg.model_name);
         redisReply *r = run_args(c, &a);
+        if (!r) { /* a stale pooled connection: once more on a new one */
+            redisFree(c);
+            pool_flush(q);
+            c = rq_connect(q);
+            r = c ? run_args(c, &a) : NULL;
+        }
         if (r && r->type == REDIS_REPLY_INTEGER) rc = r->integer == 1 ? 0 : 429;
         if (r) freeReplyObject(r);
     }
@@ -765,15 +806,10 @@ sdc_srv_job_state sdc_srv_rq_wait(sdc_srv_rq *q, const char *id, bool (*still_wa
     redisContext *c = NULL;
     double next_check = mono() + 0.1, give_up = mono() + 120.0; /* without Redis */
     for (;;) {
-        if (!c && !(c = pool_get(q))) {
+        redisReply *r = pool_cmd(q, &c, "HGET %s state", key);
+        if (!r) {
             if (q->stopping || mono() > give_up) return SDC_SRV_JOB_FAILED;
             sleep_ms(200);
-            continue;
-        }
-        redisReply *r = redisCommand(c, "HGET %s state", key);
-        if (!r) {
-            redisFree(c);
-            c = NULL;
             continue;
         }
         give_up = mono() + 120.0;
@@ -807,8 +843,8 @@ bool sdc_srv_rq_result(sdc_srv_rq *q, const char *id, sdc_srv_result *out) {
     memset(out, 0, sizeof *out);
     char key[256];
     job_key(q, id, key, sizeof key);
-    redisContext *c = pool_get(q);
-    redisReply *r = c ? redisCommand(c, "HGETALL %s", key) : NULL;
+    redisContext *c = NULL;
+    redisReply *r = pool_cmd(q, &c, "HGETALL %s", key);
     bool ok = true;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
         out->status = SDC_ERR_IO;
@@ -941,8 +977,8 @@ cJSON *sdc_srv_rq_describe(sdc_srv_rq *q, const char *id) {
     if (!valid_id(id)) return NULL;
     char key[256];
     job_key(q, id, key, sizeof key);
-    redisContext *c = pool_get(q);
-    redisReply *r = c ? redisCommand(c, "HGETALL %s", key) : NULL;
+    redisContext *c = NULL;
+    redisReply *r = pool_cmd(q, &c, "HGETALL %s", key);
     cJSON *o = NULL;
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0) o = describe_hash(q, c, id, r);
     if (r) freeReplyObject(r);
@@ -956,10 +992,9 @@ int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, cJSON **desc) {
     char key[256], nkey[256], stream[512];
     job_key(q, id, key, sizeof key);
     notify_key(q, id, nkey, sizeof nkey);
-    redisContext *c = pool_get(q);
-    if (!c) return 503;
+    redisContext *c = NULL;
     int code = 404;
-    redisReply *r = redisCommand(c, "HGET %s model", key);
+    redisReply *r = pool_cmd(q, &c, "HGET %s model", key);
     if (r && r->type == REDIS_REPLY_STRING) {
         stream_key(q, r->str, stream, sizeof stream);
         freeReplyObject(r);
@@ -988,6 +1023,7 @@ static void newest_running(sdc_srv_rq *q, redisContext *c, char id[64]) {
     pthread_mutex_unlock(&q->mu);
     if (id[0] || !c) return;
     redisReply *r = redisCommand(c, "ZREVRANGE %s 0 0", q->running_key);
+    if (!r) pool_flush(q);
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
         r->element[0]->type == REDIS_REPLY_STRING)
         snprintf(id, 64, "%s", r->element[0]->str);
@@ -995,7 +1031,9 @@ static void newest_running(sdc_srv_rq *q, redisContext *c, char id[64]) {
 }
 
 bool sdc_srv_rq_interrupt(sdc_srv_rq *q) {
-    redisContext *c = pool_get(q);
+    redisContext *c = NULL;
+    redisReply *ping = pool_cmd(q, &c, "PING");
+    if (ping) freeReplyObject(ping);
     char id[64];
     newest_running(q, c, id);
     pool_put(q, c);
@@ -1008,7 +1046,9 @@ bool sdc_srv_rq_interrupt(sdc_srv_rq *q) {
 
 void sdc_srv_rq_progress(sdc_srv_rq *q, sdc_srv_progress *p) {
     memset(p, 0, sizeof *p);
-    redisContext *c = pool_get(q);
+    redisContext *c = NULL;
+    redisReply *ping = pool_cmd(q, &c, "PING");
+    if (ping) freeReplyObject(ping);
     char id[64];
     newest_running(q, c, id);
     if (c) {
@@ -1055,7 +1095,9 @@ void sdc_srv_rq_stats(sdc_srv_rq *q, sdc_srv_stats *s) {
 
 cJSON *sdc_srv_rq_models(sdc_srv_rq *q) {
     cJSON *a = cJSON_CreateArray();
-    redisContext *c = pool_get(q);
+    redisContext *c = NULL;
+    redisReply *ping = pool_cmd(q, &c, "PING");
+    if (ping) freeReplyObject(ping);
     if (!a || !c) {
         pool_put(q, c);
         if (a) cJSON_AddItemToArray(a, cJSON_CreateString(q->cfg.model_name));
