@@ -188,7 +188,7 @@ for k in 0 1 2; do
     NP+=("$NODE_PORT")
     NPID+=("$NODE_PID")
 done
-start_node other "$TMP/m2/other.safetensors" --queue "$QURL" || { echo "FAIL other node"; exit 1; }
+start_node other "$TMP/m2/other.safetensors" --queue "$QURL" --max-queue 2 || { echo "FAIL other node"; exit 1; }
 OTHER_PORT=$NODE_PORT
 OTHER_PID=$NODE_PID
 echo "nodes on ports ${NP[*]} (pids ${NPID[*]}), other model on $OTHER_PORT"
@@ -232,7 +232,8 @@ check "the long job completed on another node after the kill" bash -c "[[ '$lsta
 check "... it ran twice (attempts $(rcli HGET "sdc:t:job:$LONG_ID" attempts))" [ "$(rcli HGET "sdc:t:job:$LONG_ID" attempts)" -ge 2 ]
 bad=$(compare res $ALL 1000)
 retries=$(cat "$TMP"/res/*.retries 2>/dev/null | awk '{s+=$1} END {print s+0}')
-echo "200 jobs + the long one: $bad differ from (or are missing against) the single node; client retries $retries"
+codes=$(cat "$TMP"/res/*.codes 2>/dev/null | sort | uniq -c | tr '\n' ' ')
+echo "200 jobs + the long one: $bad differ from (or are missing against) the single node; client retries $retries (answers: $codes)"
 check "every job completed with its single-node image" [ "$bad" = 0 ]
 # every job hash: completed, stored once; the stored counter equals the number of jobs
 read -r njobs nbad nother <<<"$(rcli --raw EVAL "local n,bad,oth=0,0,0
@@ -250,6 +251,28 @@ check "stream empty, nothing pending" bash -c "[ \"\$(redis-cli -p $RPORT XLEN s
 code=$(curl -s -o "$TMP/o.json" -w '%{http_code}' -d "$(job_body 5)" "http://127.0.0.1:$OTHER_PORT/sdapi/v1/txt2img")
 osb=$(rcli --raw EVAL "for _,k in ipairs(redis.call('KEYS', ARGV[1])) do if redis.call('HGET',k,'model')=='other.safetensors' then return redis.call('HGET',k,'stored_by') end end return ''" 0 'sdc:t:job:*')
 check "a job for the other model ran on its node ($osb)" bash -c "[ $code = 200 ] && [[ '$osb' == *-$OTHER_PID-* ]]"
+
+# the bound (--max-queue 2 on the other model's stream, where that node is the only consumer)
+# and cancel across nodes; the batch of 8 x 150 steps runs for seconds, the submits take ms
+BIG='{"prompt":"big","width":64,"height":64,"seed":9,"batch_count":8,"sample_params":{"sample_steps":150}}'
+submit_other() { curl -s -o "$TMP/sub.json" -w '%{http_code}' -d "$BIG" "http://127.0.0.1:$OTHER_PORT/sdcpp/v1/img_gen"; }
+c1=$(submit_other)
+A=$(grep -o 'job_[0-9a-f]*' "$TMP/sub.json" | head -1)
+c2=$(submit_other)
+B=$(grep -o 'job_[0-9a-f]*' "$TMP/sub.json" | head -1)
+c3=$(submit_other)
+check "queue bound: 202, 202, then 429 (got $c1 $c2 $c3)" [ "$c1 $c2 $c3" = "202 202 429" ]
+for _ in $(seq 1 100); do [ "$(rcli HGET "sdc:t:job:$A" state)" = generating ] && break; sleep 0.1; done
+cA=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:${LIVE[0]}/sdcpp/v1/jobs/$A/cancel")
+cB=$(curl -s -o "$TMP/cb.json" -w '%{http_code}' -X POST "http://127.0.0.1:${LIVE[1]}/sdcpp/v1/jobs/$B/cancel")
+check "cancel of a queued job on another node: cancelled at once" bash -c "[ $cB = 200 ] && grep -q '\"status\":\"cancelled\"' '$TMP/cb.json'"
+sA=
+for _ in $(seq 1 200); do # 20 s at most
+    sA=$(curl -s "http://127.0.0.1:${LIVE[1]}/sdcpp/v1/jobs/$A" | grep -o '"status":"[^"]*"' | head -1)
+    [[ $sA == *cancelled* ]] && break
+    sleep 0.1
+done
+check "cancel of a job running on another node: it stops (cancel $cA, $sA)" bash -c "[ $cA = 200 ] && [[ '$sA' == *cancelled* ]]"
 
 # ---- Redis restarted under load ----
 export PORTS="${LIVE[*]}"
@@ -275,10 +298,40 @@ for p in "${LIVE[@]}" "$OTHER_PORT"; do
 done
 check "after the restart each live node serves a job at once ($ok_nodes of 3)" [ "$ok_nodes" = 3 ]
 
+# ---- SIGTERM of the node running a job: it hands the job back, another runs it ----
+LONG2=$(curl -s -d "$(job_body 1000)" "http://127.0.0.1:${LIVE[0]}/sdcpp/v1/img_gen" | grep -o 'job_[0-9a-f]*' | head -1)
+TK=-1
+for _ in $(seq 1 300); do
+    if [ "$(rcli HGET "sdc:t:job:$LONG2" state)" = generating ]; then
+        tpid=$(rcli HGET "sdc:t:job:$LONG2" node | sed -n 's/.*-\([0-9]*\)-[0-9a-f]*$/\1/p')
+        for k in 0 1 2; do [ "${NPID[$k]}" = "$tpid" ] && TK=$k; done
+        break
+    fi
+    sleep 0.1
+done
+trc=1
+if [ "$TK" -ge 0 ]; then
+    kill -TERM "${NPID[$TK]}"
+    wait "${NPID[$TK]}"
+    trc=$?
+fi
+echo "SIGTERM to node $TK while it ran $LONG2"
+other_live=
+for k in 0 1 2; do [ "$k" != "$VK" ] && [ "$k" != "$TK" ] && other_live=${NP[$k]}; done
+for _ in $(seq 1 600); do
+    curl -s -o "$TMP/long2.json" "http://127.0.0.1:$other_live/sdcpp/v1/jobs/$LONG2"
+    grep -q '"status":"\(completed\|failed\|cancelled\)"' "$TMP/long2.json" && break
+    sleep 0.1
+done
+first_b64 "$TMP/long2.json" | md5sum | cut -d' ' -f1 >"$TMP/res/long2"
+check "SIGTERM: the node exits 0, its job is handed back and completes elsewhere with the same image" \
+    bash -c "[ $trc = 0 ] && cmp -s '$TMP/res/long2' '$TMP/ref/1000' && [ \"\$(redis-cli -p $RPORT HGET sdc:t:job:$LONG2 attempts)\" -ge 2 ]"
+
 # ---- SIGTERM: every live node exits 0 ----
 rc_all=0
 for k in 0 1 2; do
     [ "$k" = "$VK" ] && continue
+    [ "$k" = "$TK" ] && continue
     kill -TERM "${NPID[$k]}"
     wait "${NPID[$k]}" || rc_all=1
 done
