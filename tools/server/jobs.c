@@ -511,6 +511,7 @@ bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
 
 void sdc_srv_jobs_release(sdc_srv_jobs *q, sdc_srv_job *j) {
     if (q->rq) {
+        if (j->state == SDC_SRV_JOB_COMPLETED) sdc_srv_rq_delivered(q->rq, j->id);
         free(j);
         return;
     }
@@ -665,7 +666,8 @@ void sdc_srv_jobs_add_models(sdc_srv_jobs *q, cJSON *list, bool sdapi) {
     cJSON *names = q->rq ? sdc_srv_rq_models(q->rq) : NULL;
     cJSON *it;
     cJSON_ArrayForEach(it, names) {
-        if (!cJSON_IsString(it) || (q->cfg.model_name && !strcmp(it->valuestring, q->cfg.model_name)))
+        if (!cJSON_IsString(it) ||
+            (q->cfg.model_name && !strcmp(it->valuestring, q->cfg.model_name)))
             continue; /* this node's own model is the caller's first entry */
         cJSON *m = cJSON_CreateObject();
         if (!m) break;

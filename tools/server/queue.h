@@ -37,6 +37,8 @@ int sdc_srv_rq_submit(sdc_srv_rq *q, sdc_srv_request *req, char id[40]);
 sdc_srv_job_state sdc_srv_rq_wait(sdc_srv_rq *q, const char *id, bool (*still_wanted)(void *),
                                   void *user);
 bool sdc_srv_rq_result(sdc_srv_rq *q, const char *id, sdc_srv_result *out);
+/* A synchronous result was sent: its hash expires within a minute, not after --job-ttl. */
+void sdc_srv_rq_delivered(sdc_srv_rq *q, const char *id);
 cJSON *sdc_srv_rq_describe(sdc_srv_rq *q, const char *id);
 int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, cJSON **desc);
 bool sdc_srv_rq_interrupt(sdc_srv_rq *q);

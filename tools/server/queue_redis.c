@@ -883,6 +883,16 @@ bool sdc_srv_rq_result(sdc_srv_rq *q, const char *id, sdc_srv_result *out) {
     return ok;
 }
 
+void sdc_srv_rq_delivered(sdc_srv_rq *q, const char *id) {
+    if (q->ttl <= 60) return;
+    char key[256];
+    job_key(q, id, key, sizeof key);
+    redisContext *c = NULL;
+    redisReply *r = pool_cmd(q, &c, "EXPIRE %s 60", key);
+    if (r) freeReplyObject(r);
+    pool_put(q, c);
+}
+
 /* queued entries before (and with) this one, less those being run */
 static int queue_position(sdc_srv_rq *q, redisContext *c, const redisReply *h) {
     const char *entry = hfield(h, "entry"), *model = hfield(h, "model");
@@ -1193,6 +1203,10 @@ void sdc_srv_rq_stats(sdc_srv_rq *q, sdc_srv_stats *s) {
 cJSON *sdc_srv_rq_models(sdc_srv_rq *q) {
     (void)q;
     return NULL;
+}
+void sdc_srv_rq_delivered(sdc_srv_rq *q, const char *id) {
+    (void)q;
+    (void)id;
 }
 
 #endif
