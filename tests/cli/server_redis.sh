@@ -44,9 +44,20 @@ if ! grep -q '^HIREDIS_LIB:FILEPATH=.*hiredis' "$BUILD/CMakeCache.txt" 2>/dev/nu
     echo "sdc-server built without hiredis: skipped"
     exit 77
 fi
-"$BUILD/sdc-genmodel" --preset tiny -o "$TMP/m" >/dev/null || { echo "FAIL genmodel"; exit 1; }
-mkdir -p "$TMP/m2" "$TMP/res" "$TMP/res2" "$TMP/ref"
-cp "$TMP/m/minit2i.safetensors" "$TMP/m2/other.safetensors" # same weights, another model name
+# the golden tiny MiniT2I model (set A); without the golden folder, sdc-genmodel's tiny one
+GOLDEN=${2:-}
+mkdir -p "$TMP/m" "$TMP/m2" "$TMP/res" "$TMP/res2" "$TMP/ref"
+if [ -f "$GOLDEN/minit2i/minit2i_a_dit_f32.safetensors" ]; then
+    DIT="$GOLDEN/minit2i/minit2i_a_dit_f32.safetensors"
+    T5="$GOLDEN/minit2i/minit2i_a_t5_f32.safetensors"
+else
+    "$BUILD/sdc-genmodel" --preset tiny -o "$TMP/m" >/dev/null || { echo "FAIL genmodel"; exit 1; }
+    DIT="$TMP/m/minit2i.safetensors"
+    T5="$TMP/m/t5/model.safetensors"
+fi
+MODEL=$(basename "$DIT")
+echo "model $DIT"
+cp "$DIT" "$TMP/m2/other.safetensors" # same weights, another model name
 
 free_port() {
     for _ in $(seq 1 50); do
@@ -71,7 +82,7 @@ QURL="redis://127.0.0.1:$RPORT/t?claim-timeout=2"
 start_node() {
     local name=$1 model=$2
     shift 2
-    "$BUILD/sdc-server" --diffusion-model "$model" --t5xxl "$TMP/m/t5/model.safetensors" -t 1 \
+    "$BUILD/sdc-server" --diffusion-model "$model" --t5xxl "$T5" -t 1 \
         --listen-ip 127.0.0.1 --listen-port 0 -W 32 -H 32 --steps 2 --cfg-scale 5 --max-queue 64 \
         "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
     NODE_PID=$!
@@ -167,7 +178,7 @@ compare() { # compare OUTDIR I...: count of jobs whose image differs from the re
 }
 
 # ---- references: one in-memory node ----
-start_node ref "$TMP/m/minit2i.safetensors" || { echo "FAIL reference server did not start"; cat "$TMP/ref.err"; exit 1; }
+start_node ref "$DIT" || { echo "FAIL reference server did not start"; cat "$TMP/ref.err"; exit 1; }
 REF_PID=$NODE_PID
 curl -s -o "$TMP/j1.json" -d "$(job_body 1)" "http://127.0.0.1:$NODE_PORT$(job_path 1)"
 first_b64 "$TMP/j1.json" >"$TMP/init.b64"
@@ -184,7 +195,7 @@ echo "redis on 127.0.0.1:$RPORT"
 NP=()
 NPID=()
 for k in 0 1 2; do
-    start_node "n$k" "$TMP/m/minit2i.safetensors" --queue "$QURL" || { echo "FAIL node $k"; cat "$TMP/n$k.err"; exit 1; }
+    start_node "n$k" "$DIT" --queue "$QURL" || { echo "FAIL node $k"; cat "$TMP/n$k.err"; exit 1; }
     NP+=("$NODE_PORT")
     NPID+=("$NODE_PID")
 done
@@ -194,7 +205,7 @@ OTHER_PID=$NODE_PID
 echo "nodes on ports ${NP[*]} (pids ${NPID[*]}), other model on $OTHER_PORT"
 sleep 1.2 # one heartbeat: every node has announced its model
 curl -s -o "$TMP/models.json" "http://127.0.0.1:${NP[0]}/v1/models"
-check "/v1/models lists both models" bash -c "grep -q other.safetensors '$TMP/models.json' && grep -q minit2i '$TMP/models.json'"
+check "/v1/models lists both models" bash -c "grep -q other.safetensors '$TMP/models.json' && grep -q '${MODEL%.safetensors}' '$TMP/models.json'"
 curl -s -o "$TMP/sdmodels.json" "http://127.0.0.1:${NP[1]}/sdapi/v1/sd-models"
 check "/sdapi/v1/sd-models lists both models" grep -q other.safetensors "$TMP/sdmodels.json"
 
@@ -246,7 +257,7 @@ stored=$(rcli GET sdc:t:stored)
 echo "job hashes $njobs, not completed-once $nbad, stored results $stored"
 check "every job hash completed and stored once (stores == 1, counter == hashes)" bash -c "[ '$nbad' = 0 ] && [ '$stored' = '$njobs' ] && [ '$njobs' -ge 201 ]"
 check "the other-model node took none of them" [ "$nother" = 0 ]
-check "stream empty, nothing pending" bash -c "[ \"\$(redis-cli -p $RPORT XLEN sdc:t:stream:minit2i.safetensors)\" = 0 ] && redis-cli -p $RPORT XPENDING sdc:t:stream:minit2i.safetensors workers | head -1 | grep -qx 0"
+check "stream empty, nothing pending" bash -c "[ \"\$(redis-cli -p $RPORT XLEN sdc:t:stream:$MODEL)\" = 0 ] && redis-cli -p $RPORT XPENDING sdc:t:stream:$MODEL workers | head -1 | grep -qx 0"
 # routing: a job sent to the other-model node runs there
 code=$(curl -s -o "$TMP/o.json" -w '%{http_code}' -d "$(job_body 5)" "http://127.0.0.1:$OTHER_PORT/sdapi/v1/txt2img")
 osb=$(rcli --raw EVAL "for _,k in ipairs(redis.call('KEYS', ARGV[1])) do if redis.call('HGET',k,'model')=='other.safetensors' then return redis.call('HGET',k,'stored_by') end end return ''" 0 'sdc:t:job:*')
