@@ -140,6 +140,9 @@ SDC_API void sdc_context_free(sdc_context *ctx);
 /* One line about what was loaded: "MiniT2I: dit.safetensors, t5.safetensors; weights f16 x 64,
  * f32 x 21; te=cpu diffusion=cpu". Valid as long as the context. */
 SDC_API const char *sdc_context_describe(const sdc_context *ctx);
+/* The model's size step: width and height must be multiples of it (MiniT2I: its patch
+ * size in pixels, 16); 1 when the model has no such rule, 0 for a NULL context. */
+SDC_API int sdc_context_size_multiple(const sdc_context *ctx);
 /* Asks a running sdc_generate_image on ctx to stop (from any thread); it returns
  * SDC_ERR_CANCELLED within one sampling step. */
 SDC_API void sdc_cancel(sdc_context *ctx);

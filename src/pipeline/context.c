@@ -193,6 +193,11 @@ const char *sdc_context_describe(const sdc_context *ctx) {
     return ctx ? ctx->description : "";
 }
 
+int sdc_context_size_multiple(const sdc_context *ctx) {
+    if (!ctx) return 0;
+    return ctx->m.diffusion.size_multiple > 0 ? ctx->m.diffusion.size_multiple : 1;
+}
+
 static int clamp_threads(int n) {
     int cores = sdc_cpu_count();
     if (n <= 0) return cores;

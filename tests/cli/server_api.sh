@@ -3,7 +3,10 @@
 # (sdc-genmodel), calls every endpoint with curl and checks status codes, JSON fields and
 # the returned PNGs (decoded sizes, "parameters" text); then the error cases (malformed
 # JSON, wrong types, out-of-range values, huge bodies, unknown paths and methods, missing
-# API key), cancellation within one step, and a client that hangs up mid-request.
+# API key), cancellation within one step, and a client that hangs up mid-request; issue 15:
+# the size step at submit, the prompt limit, refusals of big multipart uploads, synchronous
+# results dropped once delivered, A1111 interrupt (200 with the finished images) and POST
+# options, and the flags -l, -v (request and job lines), --list-devices and --help.
 # The server must still answer afterwards and exit cleanly (status 0, also under ASan).
 # Usage: server_api.sh BUILD_DIR [GOLDEN_DIR]
 set -u
@@ -79,6 +82,11 @@ req progress0 GET /sdapi/v1/progress
 check "GET /sdapi/v1/progress idle: 200, progress 0" bash -c "[ $(code progress0) = 200 ] && grep -q '\"progress\":0' '$TMP/progress0.json' && grep -q '\"sampling_step\"' '$TMP/progress0.json'"
 req caps GET /sdcpp/v1/capabilities
 check "GET /sdcpp/v1/capabilities: defaults from flags, limits" bash -c "[ $(code caps) = 200 ] && grep -q '\"sample_steps\":2' '$TMP/caps.json' && grep -q '\"max_queue_size\":16' '$TMP/caps.json' && grep -q '\"width\":64' '$TMP/caps.json'"
+check "... the model's true size step (MiniT2I: 16) and the prompt limit" bash -c "grep -q '\"size_step\":16' '$TMP/caps.json' && grep -q '\"min_width\":16' '$TMP/caps.json' && grep -q '\"max_prompt_bytes\":65536' '$TMP/caps.json'"
+req setopt POST /sdapi/v1/options -d '{"sd_model_checkpoint":"minit2i","samples_format":"png"}'
+check "POST /sdapi/v1/options: 200 {}" bash -c "[ $(code setopt) = 200 ] && [ \"\$(cat '$TMP/setopt.json')\" = '{}' ]"
+req setopt2 POST /sdapi/v1/options -d '[1,2]'
+check "POST /sdapi/v1/options with a non-object: 400" test "$(code setopt2)" = 400
 
 # ---- OpenAI ----
 req gen POST /v1/images/generations -H 'Content-Type: application/json' -d '{"prompt":"a cat","n":2,"size":"64x48"}'
@@ -127,6 +135,11 @@ for _ in $(seq 1 600); do
 done
 check "GET /sdcpp/v1/jobs/{id}: completed with a 32x32 PNG" bash -c "grep -q '\"status\":\"completed\"' '$TMP/job.json'"
 b64_field "$TMP/job.json" b64_json | base64 -d >"$TMP/job.png" 2>/dev/null
+# a synchronous job's images are kept only until delivered: the next job (id + 1) is one
+DLID=$(printf 'job_%s%08x' "${ID:4:8}" $((16#${ID:12:8} + 1)))
+req dl POST /v1/images/generations -d '{"prompt":"delivered","size":"32x32"}'
+req dlj GET "/sdcpp/v1/jobs/$DLID"
+check "synchronous job ($DLID) after delivery: completed, images no longer kept" bash -c "[ $(code dl) = 200 ] && grep -q b64_json '$TMP/dl.json' && grep -q '\"status\":\"completed\"' '$TMP/dlj.json' && grep -q '\"delivered\":true' '$TMP/dlj.json' && ! grep -q b64_json '$TMP/dlj.json'"
 check "... 32x32, seed 3" bash -c "[ \"\$(od -An -tu1 -j16 -N8 '$TMP/job.png' | awk '{print \$4, \$8}')\" = '32 32' ] && grep -aq 'Seed: 3' '$TMP/job.png'"
 req cancel_done POST "/sdcpp/v1/jobs/$ID/cancel"
 check "cancel of a completed job: 409" test "$(code cancel_done)" = 409
@@ -172,6 +185,20 @@ for _ in $(seq 1 600); do
     sleep 0.05
 done
 check "... the interrupted job ends cancelled" grep -q '"status":"cancelled"' "$TMP/q1j.json"
+# A1111: an interrupted txt2img answers 200 with the images finished before the interrupt
+curl -s -o "$TMP/intr.json" -w '%{http_code}' -H "$AUTH" -X POST "$U/sdapi/v1/txt2img" \
+    -d '{"prompt":"interrupt me","width":128,"height":128,"batch_size":8,"steps":150}' >"$TMP/intr.code" &
+CURL_PID=$!
+for _ in $(seq 1 6000); do # until the second image runs (a bound against a hang)
+    req pri GET /sdapi/v1/progress
+    grep -q '"job_no":[1-7],"sampling_step":[1-9]' "$TMP/pri.json" && break
+    sleep 0.05
+done
+req interrupt2 POST /sdapi/v1/interrupt
+wait "$CURL_PID"
+NIMG=$(grep -o '"images":\[[^]]*\]' "$TMP/intr.json" | grep -o '"[A-Za-z0-9+/=]\{20,\}"' | wc -l)
+echo "     interrupted at $(grep -o '"job_no":[0-9]*' "$TMP/pri.json"): $NIMG image(s) returned"
+check "POST /sdapi/v1/interrupt during a txt2img batch: 200 with the finished images (1..7 of 8)" bash -c "[ $(cat "$TMP/intr.code") = 200 ] && [ $NIMG -ge 1 ] && [ $NIMG -le 7 ]"
 
 # ---- a client that hangs up does not stall the queue ----
 # Job ids are job_<salt><counter> (tools/server/jobs.c), so the synchronous job gets the id
@@ -220,9 +247,24 @@ err_case "unknown sampler" 400 POST /sdapi/v1/txt2img -d '{"prompt":"a","sampler
 err_case "unknown scheduler" 400 POST /sdcpp/v1/img_gen -d '{"sample_params":{"scheduler":"nope"}}'
 err_case "lora requested" 400 POST /sdcpp/v1/img_gen -d '{"lora":[{"path":"x","multiplier":1}]}'
 err_case "size not a multiple of 16 (model rule)" 400 POST /v1/images/generations -d '{"prompt":"a","size":"72x64"}'
+err_case "async job width 520 (size step 16): refused at submit" 400 POST /sdcpp/v1/img_gen -d '{"width":520,"height":64}'
+check "... naming the size step" grep -q 'multiple of 16' "$TMP/e.json"
+head -c 70000 /dev/zero | tr '\0' 'a' >"$TMP/longp"
+printf '{"prompt":"%s"}' "$(cat "$TMP/longp")" >"$TMP/longp.json"
+err_case "prompt of 70000 bytes" 400 POST /v1/images/generations --data-binary "@$TMP/longp.json"
+check "... naming the 65536-byte limit" grep -q '65536' "$TMP/e.json"
 head -c 2000000 /dev/zero | tr '\0' 'a' >"$TMP/huge"
 err_case "huge body (2 MB > 1 MiB limit)" 413 POST /sdcpp/v1/img_gen --data-binary "@$TMP/huge"
 err_case "huge chunked body" 413 POST /sdcpp/v1/img_gen -H 'Transfer-Encoding: chunked' --data-binary "@$TMP/huge"
+# refusals of a multipart upload sent at once (no "Expect: 100-continue", as the OpenAI and
+# requests clients send): the body is drained first, so the answer reaches the client
+head -c 8000000 /dev/zero >"$TMP/big8"
+curl -s -o "$TMP/mp1.json" -w '%{http_code}' -H 'Expect:' -H 'Authorization: Bearer wrong' -F "image=@$TMP/big8" -F prompt=x "$U/v1/images/edits" >"$TMP/mp1.code"
+check "multipart 8 MB upload, wrong key: 401 arrives" bash -c "[ $(code mp1) = 401 ] && grep -q '\"error\"' '$TMP/mp1.json'"
+req mp2 POST /v1/images/edits -H 'Expect:' -F "image=@$TMP/big8" -F prompt=x
+check "multipart 8 MB upload over the 1 MiB limit: 413 arrives" bash -c "[ $(code mp2) = 413 ] && grep -q '\"error\"' '$TMP/mp2.json'"
+req mp3 POST /v1/images/variations -H 'Expect:' -F "image=@$TMP/big8"
+check "multipart 8 MB upload to /v1/images/variations: 404 arrives" bash -c "[ $(code mp3) = 404 ] && grep -q '\"error\"' '$TMP/mp3.json'"
 err_case "unknown endpoint" 404 GET /v2/nothing
 err_case "unknown job path" 404 POST /sdcpp/v1/jobs/x/y
 err_case "wrong method (GET on txt2img)" 405 GET /sdapi/v1/txt2img
@@ -245,7 +287,7 @@ grep "jobs submitted" "$TMP/err"
 # ---- a second server: --serve-html-path, no API key ----
 echo '<html><body>custom page 42</body></html>' >"$TMP/page.html"
 "$BUILD/sdc-server" --diffusion-model "$TMP/m/minit2i.safetensors" --t5xxl "$TMP/m/t5/model.safetensors" \
-    -t 1 --listen-port 0 --serve-html-path "$TMP/page.html" >"$TMP/out2" 2>"$TMP/err2" &
+    -t 1 -l 127.0.0.1 --listen-port 0 --serve-html-path "$TMP/page.html" -v >"$TMP/out2" 2>"$TMP/err2" &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
     grep -q "listening on" "$TMP/out2" 2>/dev/null && break
@@ -256,17 +298,27 @@ PORT2=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/out
 check "--serve-html-path: GET / serves the file" bash -c "curl -s 'http://127.0.0.1:$PORT2/' | grep -q 'custom page 42'"
 check "no --api-key: API open" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' 'http://127.0.0.1:$PORT2/v1/models') = 200 ]"
 check "OPTIONS preflight: 204" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X OPTIONS 'http://127.0.0.1:$PORT2/sdapi/v1/txt2img') = 204 ]"
+curl -s -o /dev/null "http://127.0.0.1:$PORT2/v1/images/generations" -d '{"prompt":"logged","size":"32x32"}'
+curl -s -o /dev/null "http://127.0.0.1:$PORT2/nothing"
 kill -INT "$SERVER_PID"
 wait "$SERVER_PID"
 status2=$?
 SERVER_PID=
 check "SIGINT: clean exit 0" test "$status2" -eq 0
+check "-l 127.0.0.1: listening there" test -n "$PORT2"
+check "-v: one line per request" bash -c "grep -q 'sdc-server: POST /v1/images/generations 200 ' '$TMP/err2' && grep -q 'sdc-server: GET /nothing 404 ' '$TMP/err2' && grep -q 'sdc-server: GET /v1/models 200 ' '$TMP/err2'"
+check "-v: one line per job" bash -c "[ \$(grep -c 'sdc-server: job job_[0-9a-f]* completed: 1 image(s) 32x32' '$TMP/err2') = 1 ]"
+"$BUILD/sdc-server" --list-devices >"$TMP/devs" 2>"$TMP/err5"
+check "--list-devices without a model: exit 0, a device per line" bash -c "[ $? -eq 0 ] && grep -q '^cpu' '$TMP/devs'"
+"$BUILD/sdc-server" --help >"$TMP/help"
+check "--help: -l, --listen-ip; none of sdc's output or mode flags" bash -c "grep -q -- '-l, --listen-ip IP' '$TMP/help' && ! grep -q -- '--output \\|--mode \\|--preview-path\\|--init-img' '$TMP/help'"
 "$BUILD/sdc-server" --diffusion-model "$TMP/m/minit2i.safetensors" --serve-html-path "$TMP/missing.html" >/dev/null 2>"$TMP/err3"
 check "--serve-html-path of a missing file: exit 1 with a message" bash -c "[ $? -eq 1 ] && grep -q 'cannot read' '$TMP/err3'"
 "$BUILD/sdc-server" --listen-port 70000 --diffusion-model "$TMP/m/minit2i.safetensors" >/dev/null 2>"$TMP/err4"
 check "--listen-port 70000: exit 1" bash -c "[ $? -eq 1 ] && grep -q 'listen-port' '$TMP/err4'"
-# cancelled: the running job, the queued one, the interrupted one and the hung-up client's
-check "server counted 4 cancelled jobs, 1 failed (72x64)" grep -q "failed 1, cancelled 4," "$TMP/err"
+# cancelled: the running job, the queued one, the two interrupted ones and the hung-up
+# client's; none failed (72x64 and width 520 are refused when submitted)
+check "server counted 5 cancelled jobs, none failed" grep -q "failed 0, cancelled 5," "$TMP/err"
 [ "$status" -eq 0 ] || tail -30 "$TMP/err"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -100,7 +100,7 @@ STATUS = r"""
 --sampler-rng | works | cli | name | cpu | gen.sampler_rng | CHOICE:std_default,cuda,cpu | both | - | RNG | sampler noise generator (default: as --rng)
 --prediction | lib | library | name | eps | ctx.prediction | CHOICE:eps,v,edm_v,sd3_flow,flux_flow,sefi_flow | both | - | TYPE | prediction type override: eps, v, edm_v, sd3_flow, flux_flow or sefi_flow
 --lora-apply-mode | warning | cli | name | auto | - | CHOICE:auto,immediately,at_runtime | both | - | MODE | LoRA is not supported yet; ignored
---list-devices | works | cli | none | - | list_devices | - | cli | - | - | list devices (name<TAB>description) and exit
+--list-devices | works | cli | none | - | list_devices | - | both | - | - | list devices (name<TAB>description) and exit
 --prompt | works | cli | string | a cat | gen.prompt | - | both | - | TEXT | the prompt (default: "")
 --negative-prompt | works | cli | string | blurry | gen.negative_prompt | - | both | - | TEXT | the negative prompt (default: "")
 --ad-model | error | cli | path | @T5 | - | - | cli | - | PATH | ADetailer is not supported yet

@@ -1,7 +1,8 @@
 /* sdc-server request parsing (tools/server/request.c, base64.c): RFC 4648 base64 test
  * vectors, each API family's fields against the values written into the request, the
  * A1111 label tables, sd_cpp_extra_args, multipart edits, image resizing against a
- * double-precision bilinear reference, and the 400 cases. */
+ * double-precision bilinear reference, the 400 cases, and issue 15's rules (prompt limit,
+ * the model's size step, stream refused, OpenAI RGBA masks against 255 - alpha). */
 #include "test_util.h"
 
 #include <stdint.h>
@@ -289,6 +290,175 @@ static void test_images(void) {
     free(px);
 }
 
+/* A w x h PNG; channels 4: RGB (x * 7 + c * 50) % 256 and alpha alpha_of(x, y). */
+static uint8_t *make_rgba_png(int w, int h, int (*alpha_of)(int, int), size_t *size) {
+    uint8_t *px = malloc((size_t)w * h * 4);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            for (int c = 0; c < 3; c++) px[(y * w + x) * 4 + c] = (uint8_t)((x * 7 + c * 50) % 256);
+            px[(y * w + x) * 4 + 3] = (uint8_t)alpha_of(x, y);
+        }
+    sdc_image img = {(uint32_t)w, (uint32_t)h, 4, px, 0};
+    void *out = NULL;
+    if (sdc_image_encode(&img, SDC_IMAGE_PNG, 0, NULL, &out, size) != SDC_OK) out = NULL;
+    free(px);
+    return out;
+}
+
+static int alpha_ramp(int x, int y) {
+    return x < 16 ? 0 : (x * 8 + y) % 256; /* left: transparent (edit); right: a ramp */
+}
+static int alpha_opaque(int x, int y) {
+    (void)x, (void)y;
+    return 255;
+}
+
+/* Mask pixels that differ from the OpenAI rule: 255 - alpha on every channel. */
+static int mask_mismatches(const sdc_srv_request *r, int (*alpha_of)(int, int)) {
+    if (!r->mask_rgb) return -1;
+    int bad = 0;
+    for (int y = 0; y < r->mask_h; y++)
+        for (int x = 0; x < r->mask_w; x++)
+            for (int c = 0; c < 3; c++)
+                bad += r->mask_rgb[((size_t)y * r->mask_w + x) * 3 + c] != 255 - alpha_of(x, y);
+    return bad;
+}
+
+/* One multipart edit body: prompt, an image file and optionally a mask file. */
+static char *multipart(const uint8_t *img, size_t img_n, const uint8_t *mask, size_t mask_n,
+                       const char *extra_field, size_t *len) {
+    char head[512];
+    snprintf(head, sizeof head,
+             "--B1\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\na dog\r\n%s"
+             "--B1\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n"
+             "Content-Type: image/png\r\n\r\n",
+             extra_field ? extra_field : "");
+    const char *mhead = "\r\n--B1\r\nContent-Disposition: form-data; name=\"mask\"; "
+                        "filename=\"m.png\"\r\nContent-Type: image/png\r\n\r\n";
+    const char *tail = "\r\n--B1--\r\n";
+    size_t n = strlen(head) + img_n + (mask ? strlen(mhead) + mask_n : 0) + strlen(tail);
+    char *b = malloc(n), *p = b;
+    memcpy(p, head, strlen(head)), p += strlen(head);
+    memcpy(p, img, img_n), p += img_n;
+    if (mask)
+        memcpy(p, mhead, strlen(mhead)), p += strlen(mhead), memcpy(p, mask, mask_n), p += mask_n;
+    memcpy(p, tail, strlen(tail));
+    *len = n;
+    return b;
+}
+
+/* The rules of issue 15: prompt length, the model's size step at submit, stream refused,
+ * OpenAI's RGBA masks (transparent = edit). */
+static void test_issue15_rules(void) {
+    sdc_srv_request r;
+    char err[256];
+    /* prompt length: SDC_SRV_MAX_PROMPT_BYTES passes, one byte more is a 400 naming it */
+    size_t n = SDC_SRV_MAX_PROMPT_BYTES;
+    char *body = malloc(n + 64);
+    for (int extra = 0; extra <= 1; extra++) {
+        for (int neg = 0; neg <= 1; neg++) {
+            int k = snprintf(body, 64,
+                             neg ? "{\"prompt\":\"a\",\"negative_prompt\":\"" : "{\"prompt\":\"");
+            memset(body + k, 'a', n + (size_t)extra);
+            strcpy(body + k + n + (size_t)extra, "\"}");
+            int rc = parse(SDC_SRV_API_SDCPP, body, &r, err);
+            if (extra)
+                CHECK(rc == 400 && strstr(err, "65536"),
+                      "%s of %zu bytes: 400 naming the limit (%d %s)",
+                      neg ? "negative prompt" : "prompt", n + 1, rc, err);
+            else
+                CHECK(rc == 0, "%s of %zu bytes accepted (%d %s)",
+                      neg ? "negative prompt" : "prompt", n, rc, err);
+            sdc_srv_request_free(&r);
+        }
+    }
+    free(body);
+    /* the model's size step: 520 = 8 * 65 passes the 8 rule, not MiniT2I's 16 */
+    g_d.size_step = 16;
+    int rc = parse(SDC_SRV_API_SDCPP, "{\"width\":520,\"height\":512}", &r, err);
+    CHECK(rc == 400 && strstr(err, "multiple of 16"), "width 520 with size step 16: 400 (%d %s)",
+          rc, err);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG, "{\"prompt\":\"a\",\"width\":512,\"height\":520}", &r,
+               err);
+    CHECK(rc == 400 && strstr(err, "multiple of 16"), "A1111 height 520: 400 (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDCPP, "{\"width\":528,\"height\":512}", &r, err);
+    CHECK(rc == 0 && r.width == 528, "width 528 with size step 16 accepted (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    g_d.size_step = 8;
+    rc = parse(SDC_SRV_API_SDCPP, "{\"width\":520,\"height\":512}", &r, err);
+    CHECK(rc == 0, "width 520 with size step 8 accepted (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    /* stream */
+    rc = parse(SDC_SRV_API_OPENAI_GENERATE, "{\"prompt\":\"a\",\"stream\":true}", &r, err);
+    CHECK(rc == 400 && strstr(err, "'stream'"), "stream true: 400 (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_OPENAI_GENERATE, "{\"prompt\":\"a\",\"stream\":false}", &r, err);
+    CHECK(rc == 0, "stream false accepted (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+
+    /* RGBA masks, 32x16: alpha 0 on the left half must become 255 (edit) */
+    size_t img_n = 0, mask_n = 0, len = 0;
+    uint8_t *px = NULL;
+    uint8_t *img = make_png(32, 16, &img_n, &px);
+    uint8_t *mask = make_rgba_png(32, 16, alpha_ramp, &mask_n);
+    CHECK(img && mask, "test PNGs encoded");
+    if (!img || !mask) return;
+    char *mp = multipart(img, img_n, mask, mask_n, NULL, &len);
+    rc = sdc_srv_parse_edit_multipart("multipart/form-data; boundary=B1", mp, len, &g_d, &r, err,
+                                      sizeof err);
+    int bad = rc == 0 ? mask_mismatches(&r, alpha_ramp) : -2;
+    CHECK(bad == 0, "multipart RGBA mask = 255 - alpha: %d of %d values differ (%d %s)", bad,
+          32 * 16 * 3, rc, err);
+    sdc_srv_request_free(&r);
+    free(mp);
+    /* stream in a multipart edit */
+    mp = multipart(img, img_n, mask, mask_n,
+                   "--B1\r\nContent-Disposition: form-data; name=\"stream\"\r\n\r\ntrue\r\n", &len);
+    rc = sdc_srv_parse_edit_multipart("multipart/form-data; boundary=B1", mp, len, &g_d, &r, err,
+                                      sizeof err);
+    CHECK(rc == 400 && strstr(err, "'stream'"), "multipart stream=true: 400 (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    free(mp);
+    /* no mask: the image's own transparency is the mask */
+    mp = multipart(mask, mask_n, NULL, 0, NULL, &len);
+    rc = sdc_srv_parse_edit_multipart("multipart/form-data; boundary=B1", mp, len, &g_d, &r, err,
+                                      sizeof err);
+    bad = rc == 0 ? mask_mismatches(&r, alpha_ramp) : -2;
+    CHECK(bad == 0 && r.init_rgb, "RGBA image without mask: mask from its alpha, %d differ (%d %s)",
+          bad, rc, err);
+    sdc_srv_request_free(&r);
+    free(mp);
+    /* an opaque RGBA image without mask: no mask at all (a plain img2img) */
+    uint8_t *opaque = make_rgba_png(32, 16, alpha_opaque, &mask_n);
+    mp = multipart(opaque, mask_n, NULL, 0, NULL, &len);
+    rc = sdc_srv_parse_edit_multipart("multipart/form-data; boundary=B1", mp, len, &g_d, &r, err,
+                                      sizeof err);
+    CHECK(rc == 0 && !r.mask_rgb, "opaque RGBA image without mask: no mask (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+    free(mp);
+    free(opaque);
+    /* JSON edit, base64 mask */
+    char *ib = sdc_srv_base64_encode(img, img_n), *mb = sdc_srv_base64_encode(mask, mask_n);
+    size_t jn = strlen(ib) + strlen(mb) + 64;
+    char *json = malloc(jn);
+    snprintf(json, jn, "{\"prompt\":\"a\",\"image\":\"%s\",\"mask\":\"%s\"}", ib, mb);
+    rc = parse(SDC_SRV_API_OPENAI_EDIT, json, &r, err);
+    bad = rc == 0 ? mask_mismatches(&r, alpha_ramp) : -2;
+    CHECK(bad == 0, "JSON edit RGBA mask = 255 - alpha: %d differ (%d %s)", bad, rc, err);
+    sdc_srv_request_free(&r);
+    free(json);
+    free(ib);
+    free(mb);
+    free(img);
+    free(mask);
+    free(px);
+    printf("issue 15 rules: prompt limit %d, size step 16, stream, RGBA masks (multipart, "
+           "JSON, image alpha) compared with 255 - alpha\n",
+           SDC_SRV_MAX_PROMPT_BYTES);
+}
+
 int main(void) {
     sdc_srv_defaults_init(&g_d);
     g_d.width = 64;
@@ -300,5 +470,6 @@ int main(void) {
     test_openai_and_extra();
     test_sdapi_names();
     test_images();
+    test_issue15_rules();
     TEST_MAIN_END();
 }

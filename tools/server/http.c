@@ -36,6 +36,7 @@ typedef enum route {
     R_LATENT_MODES,
     R_LORAS,
     R_OPTIONS,
+    R_SET_OPTIONS,
     R_PROGRESS,
     R_INTERRUPT,
     R_TXT2IMG,
@@ -62,6 +63,7 @@ static const struct {
     {"/sdapi/v1/latent-upscale-modes", "GET", R_LATENT_MODES},
     {"/sdapi/v1/loras", "GET", R_LORAS},
     {"/sdapi/v1/options", "GET", R_OPTIONS},
+    {"/sdapi/v1/options", "POST", R_SET_OPTIONS},
     {"/sdapi/v1/progress", "GET", R_PROGRESS},
     {"/sdapi/v1/interrupt", "POST", R_INTERRUPT},
     {"/sdapi/v1/txt2img", "POST", R_TXT2IMG},
@@ -72,6 +74,11 @@ static const struct {
 
 #define JOBS_PREFIX "/sdcpp/v1/jobs/"
 
+/* A refused request's body is read and dropped before the answer, up to this much past
+ * the body limit: clients that send the whole body before reading (the OpenAI SDKs)
+ * see a reset connection, not the error, when the server closes first. */
+#define DRAIN_EXTRA_BYTES ((size_t)64 << 20)
+
 /* Per-request state, kept across the calls MHD makes while the body arrives. */
 typedef struct conn_state {
     route r;
@@ -79,8 +86,23 @@ typedef struct conn_state {
     char *body;
     size_t len, cap;
     bool too_big;
-    bool answered; /* a response was queued on the first call */
+    bool answered;   /* a response was queued */
+    unsigned refuse; /* != 0: answer this error once the body has been drained */
+    char refuse_msg[160];
+    size_t drained;
+    char method[12], url[120]; /* for the -v log */
+    double t0;
 } conn_state;
+
+/* The status of the last response queued by this thread (connection threads answer one
+ * request at a time), for the -v log. */
+static _Thread_local unsigned t_status;
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* ---- responses ---- */
 
@@ -96,6 +118,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char
     MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
     if (status == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     if (status == 429 || status == 503) MHD_add_response_header(resp, "Retry-After", "1");
+    t_status = status;
     enum MHD_Result ret = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -112,6 +135,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSO
             MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
         if (!resp) return MHD_NO;
         MHD_add_response_header(resp, "Content-Type", "application/json");
+        t_status = 500;
         enum MHD_Result ret = MHD_queue_response(c, 500, resp);
         MHD_destroy_response(resp);
         return ret;
@@ -171,13 +195,18 @@ static bool valid_job_id(const char *s, size_t n) {
 }
 
 /* Finds the route of url. *want_method is the method it takes; R_NONE: no such path. */
-static route find_route(const char *url, const char **want_method, char job_id[40]) {
+static route find_route(const char *url, const char *method, const char **want_method,
+                        char job_id[40]) {
+    route found = R_NONE;
+    bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     for (size_t i = 0; i < sizeof k_routes / sizeof k_routes[0]; i++) {
-        if (!strcmp(url, k_routes[i].path)) {
+        if (strcmp(url, k_routes[i].path)) continue;
+        if (found == R_NONE || !strcmp(k_routes[i].method, is_get ? "GET" : method)) {
+            found = k_routes[i].r;
             *want_method = k_routes[i].method;
-            return k_routes[i].r;
         }
     }
+    if (found != R_NONE) return found;
     size_t plen = strlen(JOBS_PREFIX);
     if (!strncmp(url, JOBS_PREFIX, plen)) {
         const char *id = url + plen, *slash = strchr(id, '/');
@@ -225,7 +254,7 @@ static bool client_still_connected(void *user) {
 /* Queues req, waits, and leaves the results in *res. Returns 0 or an HTTP status to
  * answer with, and a message in err. */
 static unsigned run_sync(sdc_srv_http *h, struct MHD_Connection *c, sdc_srv_request *req,
-                         sdc_srv_result *res, char *err, size_t err_size) {
+                         bool take_interrupted, sdc_srv_result *res, char *err, size_t err_size) {
     char id[40];
     sdc_srv_job *job = NULL;
     memset(res, 0, sizeof *res);
@@ -244,6 +273,8 @@ static unsigned run_sync(sdc_srv_http *h, struct MHD_Connection *c, sdc_srv_requ
         return 500;
     }
     if (st == SDC_SRV_JOB_COMPLETED) return 0;
+    /* A1111: an interrupted generation answers 200 with the images finished before it */
+    if (st == SDC_SRV_JOB_CANCELLED && res->interrupted && take_interrupted) return 0;
     snprintf(err, err_size, "%s", res->error[0] ? res->error : "generation failed");
     sdc_status s = res->status;
     sdc_srv_result_free(res);
@@ -284,7 +315,7 @@ static enum MHD_Result openai_generate(sdc_srv_http *h, struct MHD_Connection *c
         return send_error(c, (unsigned)rc, err);
     }
     sdc_srv_result res;
-    unsigned fail = run_sync(h, c, &req, &res, err, sizeof err);
+    unsigned fail = run_sync(h, c, &req, false, &res, err, sizeof err);
     sdc_srv_request_free(&req);
     if (fail) return send_error(c, fail, err);
     cJSON *j = cJSON_CreateObject();
@@ -320,7 +351,7 @@ static enum MHD_Result sdapi_generate(sdc_srv_http *h, struct MHD_Connection *c,
     char sampler[32];
     snprintf(sampler, sizeof sampler, "%s", req.sampler);
     sdc_srv_result res;
-    unsigned fail = run_sync(h, c, &req, &res, err, sizeof err);
+    unsigned fail = run_sync(h, c, &req, true, &res, err, sizeof err);
     sdc_srv_request_free(&req);
     if (fail) {
         free(prompt);
@@ -474,10 +505,13 @@ static cJSON *capabilities(const sdc_srv_http *h) {
     cJSON_AddArrayToObject(o, "upscalers");
     cJSON *lim = cJSON_AddObjectToObject(o, "limits");
     if (lim) {
-        cJSON_AddNumberToObject(lim, "min_width", 8);
+        int step = d->size_step >= 8 ? d->size_step : 8;
+        cJSON_AddNumberToObject(lim, "min_width", step);
         cJSON_AddNumberToObject(lim, "max_width", d->max_side);
-        cJSON_AddNumberToObject(lim, "min_height", 8);
+        cJSON_AddNumberToObject(lim, "min_height", step);
         cJSON_AddNumberToObject(lim, "max_height", d->max_side);
+        cJSON_AddNumberToObject(lim, "size_step", step); /* width/height multiples of this */
+        cJSON_AddNumberToObject(lim, "max_prompt_bytes", SDC_SRV_MAX_PROMPT_BYTES);
         cJSON_AddNumberToObject(lim, "max_steps", d->max_steps);
         cJSON_AddNumberToObject(lim, "max_batch_count", d->max_batch);
         cJSON_AddNumberToObject(lim, "max_queue_size", h->cfg.max_queue);
@@ -589,6 +623,7 @@ static enum MHD_Result dispatch(sdc_srv_http *h, struct MHD_Connection *c, conn_
             MHD_create_response_from_buffer(strlen(page), (void *)page, MHD_RESPMEM_PERSISTENT);
         if (!resp) return MHD_NO;
         MHD_add_response_header(resp, "Content-Type", "text/html; charset=utf-8");
+        t_status = 200;
         enum MHD_Result ret = MHD_queue_response(c, 200, resp);
         MHD_destroy_response(resp);
         return ret;
@@ -601,6 +636,15 @@ static enum MHD_Result dispatch(sdc_srv_http *h, struct MHD_Connection *c, conn_
         return sdapi_generate(h, c, s);
     case R_IMG_GEN:
         return sdcpp_submit(h, c, s);
+    case R_SET_OPTIONS: {
+        /* A1111 clients set options before generating; one model is loaded and the output
+         * is PNG, so known keys are accepted and left as they are */
+        cJSON *o = s->len ? cJSON_ParseWithLength(s->body, s->len) : NULL;
+        bool object = cJSON_IsObject(o);
+        cJSON_Delete(o);
+        if (!object) return send_error(c, 400, "the request must be a JSON object of options");
+        return send_json(c, 200, cJSON_CreateObject());
+    }
     case R_INTERRUPT: {
         bool any = sdc_srv_jobs_interrupt(h->jobs);
         cJSON *j = cJSON_CreateObject();
@@ -630,6 +674,23 @@ static enum MHD_Result dispatch(sdc_srv_http *h, struct MHD_Connection *c, conn_
 
 /* ---- MHD callbacks ---- */
 
+/* Refuses the request: at once when no body follows (or the client waits for "100
+ * Continue" before sending it), else once the body has been read and dropped. */
+static enum MHD_Result refuse(struct MHD_Connection *c, conn_state *s, unsigned status,
+                              const char *msg) {
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    bool body = (cl && strtoull(cl, NULL, 10) > 0) || (te && strcasestr(te, "chunked"));
+    if (!body || (expect && !strcasecmp(expect, "100-continue"))) {
+        s->answered = true;
+        return send_error(c, status, msg);
+    }
+    s->refuse = status;
+    snprintf(s->refuse_msg, sizeof s->refuse_msg, "%s", msg);
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
@@ -640,10 +701,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         s = calloc(1, sizeof *s);
         if (!s) return MHD_NO;
         *con_cls = s;
+        s->t0 = now_seconds();
+        snprintf(s->method, sizeof s->method, "%s", method);
+        snprintf(s->url, sizeof s->url, "%s", url);
+        t_status = 0;
         const char *want = NULL;
-        s->r = find_route(url, &want, s->job_id);
-        s->answered = true;
+        s->r = find_route(url, method, &want, s->job_id);
         if (!strcmp(method, "OPTIONS")) { /* CORS preflight */
+            s->answered = true;
             struct MHD_Response *resp =
                 MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
             if (!resp) return MHD_NO;
@@ -651,31 +716,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
             MHD_add_response_header(resp, "Access-Control-Allow-Headers",
                                     "Content-Type, Authorization");
-            enum MHD_Result ret = MHD_queue_response(c, s->r == R_NONE ? 404 : 204, resp);
+            t_status = s->r == R_NONE ? 404 : 204;
+            enum MHD_Result ret = MHD_queue_response(c, t_status, resp);
             MHD_destroy_response(resp);
             return ret;
         }
-        if (s->r == R_NONE) return send_error(c, 404, "unknown endpoint");
+        if (s->r == R_NONE) return refuse(c, s, 404, "unknown endpoint");
         bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
         if (!(is_get && !strcmp(want, "GET")) && strcmp(method, want)) {
             char msg[96];
             snprintf(msg, sizeof msg, "method %.16s is not allowed here (use %s)", method, want);
-            return send_error(c, 405, msg);
+            return refuse(c, s, 405, msg);
         }
         if (s->r != R_INDEX && !authorized(h, c))
-            return send_error(c, 401, "missing or wrong API key (Authorization: Bearer ...)");
+            return refuse(c, s, 401, "missing or wrong API key (Authorization: Bearer ...)");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > h->cfg.max_body) {
             char msg[96];
             snprintf(msg, sizeof msg, "the request body is larger than %zu bytes", h->cfg.max_body);
-            return send_error(c, 413, msg);
+            return refuse(c, s, 413, msg);
         }
-        s->answered = false;
         return MHD_YES;
     }
     if (s->answered) { /* a response is queued; discard what still arrives */
         *upload_size = 0;
         return MHD_YES;
+    }
+    if (s->refuse) {
+        /* drained, bounded: past the bound the answer goes out now and MHD closes */
+        s->drained += *upload_size;
+        bool more = *upload_size > 0 && s->drained <= h->cfg.max_body + DRAIN_EXTRA_BYTES;
+        *upload_size = 0;
+        if (more) return MHD_YES;
+        s->answered = true;
+        return send_error(c, s->refuse, s->refuse_msg);
     }
     if (*upload_size > 0) {
         size_t n = *upload_size;
@@ -711,9 +785,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)c, (void)toe;
+    (void)c;
+    const sdc_srv_http *h = cls;
     conn_state *s = *con_cls;
     if (!s) return;
+    if (h->cfg.verbose) {
+        char status[16];
+        snprintf(status, sizeof status, "%u", t_status);
+        fprintf(stderr, "sdc-server: %s %s %s %.1f ms%s\n", s->method, s->url,
+                t_status ? status : "-", (now_seconds() - s->t0) * 1e3,
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed)");
+    }
     free(s->body);
     free(s);
     *con_cls = NULL;

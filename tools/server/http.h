@@ -3,6 +3,7 @@
 #ifndef SDC_SERVER_HTTP_H
 #define SDC_SERVER_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "jobs.h"
@@ -18,6 +19,7 @@ typedef struct sdc_srv_http_config {
     const char *model_path; /* for the model listings */
     const sdc_srv_defaults *defaults;
     int max_queue;
+    bool verbose; /* one stderr line per request */
 } sdc_srv_http_config;
 
 typedef struct sdc_srv_http sdc_srv_http;

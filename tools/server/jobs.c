@@ -18,9 +18,11 @@ struct sdc_srv_job {
     sdc_srv_request req;
     sdc_srv_job_state state;
     bool cancel_requested;
-    int refs; /* synchronous waiters; a held job is never dropped */
+    bool interrupt_requested; /* A1111 /interrupt: keep the images done so far */
+    bool delivered;           /* a synchronous waiter took the images */
+    int refs;                 /* synchronous waiters; a held job is never dropped */
     time_t created, started, finished;
-    double finished_mono;
+    double started_mono, finished_mono;
     /* progress */
     int step, steps, image, images;
     double step_seconds_sum;
@@ -105,6 +107,13 @@ static void finish_job(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_job_state state)
         q->stats.failed++;
     else
         q->stats.cancelled++;
+    if (q->cfg.verbose) /* -v: one line per job, however it ended */
+        fprintf(stderr, "sdc-server: job %s %s: %d image(s) %dx%d, %d steps, %.2f s%s%s\n", j->id,
+                sdc_srv_job_state_name(state), j->result.count, j->req.width, j->req.height,
+                j->req.n_sigmas > 0 ? j->req.n_sigmas - 1 : j->req.steps,
+                j->started ? j->finished_mono - j->started_mono : 0.0,
+                state == SDC_SRV_JOB_COMPLETED ? "" : ": ",
+                state == SDC_SRV_JOB_COMPLETED ? "" : j->result.error);
     /* the request (prompt, init image) is no longer needed */
     sdc_srv_request_free(&j->req);
     pthread_cond_broadcast(&q->done_cv);
@@ -198,59 +207,95 @@ static sdc_status encode_results(sdc_context *ctx, const sdc_generate_params *p,
     return SDC_OK;
 }
 
+static void params_from_request(const sdc_srv_jobs_config *cfg, const sdc_srv_request *r,
+                                sdc_generate_params *p, sdc_image *init, sdc_image *mask) {
+    sdc_generate_params_init(p);
+    p->prompt = r->prompt;
+    p->negative_prompt = r->negative_prompt;
+    p->width = r->width;
+    p->height = r->height;
+    p->steps = r->steps;
+    p->cfg_scale = r->cfg_scale;
+    p->seed = r->seed;
+    p->sampling_method = r->sampler[0] ? r->sampler : NULL;
+    p->scheduler = r->scheduler[0] ? r->scheduler : NULL;
+    if (cfg->rng) p->rng = cfg->rng;
+    if (cfg->sampler_rng) p->sampler_rng = cfg->sampler_rng;
+    if (isfinite(r->eta)) p->eta = r->eta;
+    p->batch_count = r->batch_count;
+    if (r->n_sigmas > 0) {
+        p->sigmas = r->sigmas;
+        p->n_sigmas = r->n_sigmas;
+        p->steps = r->n_sigmas - 1;
+    }
+    if (r->init_rgb) {
+        *init = (sdc_image){(uint32_t)r->init_w, (uint32_t)r->init_h, 3, r->init_rgb, 0};
+        p->init_image = init;
+        p->strength = r->strength;
+        if (r->mask_rgb) {
+            *mask = (sdc_image){(uint32_t)r->mask_w, (uint32_t)r->mask_h, 3, r->mask_rgb, 0};
+            p->mask_image = mask;
+        }
+    }
+}
+
 sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
-                               const sdc_srv_request *r, sdc_srv_progress_fn progress, void *user,
+                               const sdc_srv_request *r, const sdc_srv_run_hooks *h,
                                sdc_srv_result *res) {
     sdc_image init = {0}, mask = {0};
     sdc_generate_params p;
-    sdc_generate_params_init(&p);
-    p.prompt = r->prompt;
-    p.negative_prompt = r->negative_prompt;
-    p.width = r->width;
-    p.height = r->height;
-    p.steps = r->steps;
-    p.cfg_scale = r->cfg_scale;
-    p.seed = r->seed;
-    p.sampling_method = r->sampler[0] ? r->sampler : NULL;
-    p.scheduler = r->scheduler[0] ? r->scheduler : NULL;
-    if (cfg->rng) p.rng = cfg->rng;
-    if (cfg->sampler_rng) p.sampler_rng = cfg->sampler_rng;
-    if (isfinite(r->eta)) p.eta = r->eta;
-    p.batch_count = r->batch_count;
-    if (r->n_sigmas > 0) {
-        p.sigmas = r->sigmas;
-        p.n_sigmas = r->n_sigmas;
-        p.steps = r->n_sigmas - 1;
-    }
-    if (r->init_rgb) {
-        init = (sdc_image){(uint32_t)r->init_w, (uint32_t)r->init_h, 3, r->init_rgb, 0};
-        p.init_image = &init;
-        p.strength = r->strength;
-        if (r->mask_rgb) {
-            mask = (sdc_image){(uint32_t)r->mask_w, (uint32_t)r->mask_h, 3, r->mask_rgb, 0};
-            p.mask_image = &mask;
+    params_from_request(cfg, r, &p, &init, &mask);
+    p.progress = h->progress;
+    p.progress_user = h->user;
+    memset(res, 0, sizeof *res);
+
+    /* image by image (seeds seed, seed+1, ... as the library's batch), so that an A1111
+     * interrupt keeps the images finished before it */
+    int n = p.batch_count, count = 0;
+    sdc_image *images = calloc((size_t)n, sizeof *images);
+    sdc_status st = images ? SDC_OK : SDC_ERR_NO_MEMORY;
+    int64_t base =
+        p.seed >= 0 ? p.seed : (int64_t)(((uint64_t)time(NULL) ^ h->seed_salt) & 0x7fffffff);
+    p.batch_count = 1;
+    for (int b = 0; b < n && st == SDC_OK; b++) {
+        sdc_image *one = NULL;
+        int got = 0;
+        /* a cancel between two images (each call clears the context's flag) */
+        if (b > 0 && h->stop && h->stop(h->user)) {
+            st = SDC_ERR_CANCELLED;
+            break;
+        }
+        p.seed = base + b;
+        st = sdc_generate_image(ctx, &p, &one, &got);
+        if (st == SDC_OK && got == 1) {
+            images[count++] = one[0];
+            free(one);
+        } else {
+            sdc_free_images(one, got);
         }
     }
-    p.progress = progress;
-    p.progress_user = user;
-
-    sdc_image *images = NULL;
-    int count = 0;
-    memset(res, 0, sizeof *res);
-    sdc_status st = sdc_generate_image(ctx, &p, &images, &count);
-    if (st == SDC_OK) {
-        st = encode_results(ctx, &p, images, count, res);
-        if (st != SDC_OK) snprintf(res->error, sizeof res->error, "out of memory encoding images");
+    p.seed = base;
+    bool interrupted = st == SDC_ERR_CANCELLED && h->interrupted && h->interrupted(h->user);
+    if (st == SDC_OK || interrupted) {
+        sdc_status enc = encode_results(ctx, &p, images, count, res);
+        if (enc != SDC_OK) {
+            st = enc;
+            interrupted = false;
+            snprintf(res->error, sizeof res->error, "out of memory encoding images");
+        }
     } else {
         snprintf(res->error, sizeof res->error, "%s",
                  *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
     }
-    sdc_free_images(images, count);
-    if (st != SDC_OK) { /* keep only the message */
+    if (images) sdc_free_images(images, count);
+    if (st == SDC_ERR_CANCELLED) {
+        if (!interrupted) sdc_srv_result_free(res);
+        res->interrupted = interrupted;
+        snprintf(res->error, sizeof res->error, "%s",
+                 interrupted ? "job interrupted" : "job cancelled");
+    } else if (st != SDC_OK) { /* keep only the message */
         sdc_srv_result err_only = {.status = st};
         memcpy(err_only.error, res->error, sizeof res->error);
-        if (st == SDC_ERR_CANCELLED)
-            snprintf(err_only.error, sizeof err_only.error, "job cancelled");
         sdc_srv_result_free(res);
         *res = err_only;
     }
@@ -258,11 +303,27 @@ sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
     return st;
 }
 
+static bool job_stop(void *user) {
+    run_state *rs = user;
+    pthread_mutex_lock(&rs->q->mu);
+    bool stop = rs->job->cancel_requested || rs->q->stopping;
+    pthread_mutex_unlock(&rs->q->mu);
+    return stop;
+}
+
+static bool job_interrupted(void *user) {
+    run_state *rs = user;
+    pthread_mutex_lock(&rs->q->mu);
+    bool interrupted = rs->job->interrupt_requested;
+    pthread_mutex_unlock(&rs->q->mu);
+    return interrupted;
+}
+
 static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
     run_state rs = {q, j};
+    sdc_srv_run_hooks h = {on_progress, job_stop, job_interrupted, &rs, q->id_salt};
     sdc_srv_result res;
-    sdc_status st = sdc_srv_run_request(q->ctx, &q->cfg, &j->req, on_progress, &rs, &res);
-
+    sdc_status st = sdc_srv_run_request(q->ctx, &q->cfg, &j->req, &h, &res);
     pthread_mutex_lock(&q->mu);
     sdc_srv_job_state final = st == SDC_OK              ? SDC_SRV_JOB_COMPLETED
                               : st == SDC_ERR_CANCELLED ? SDC_SRV_JOB_CANCELLED
@@ -290,6 +351,7 @@ static void *worker_main(void *arg) {
         unqueue(q, j);
         j->state = SDC_SRV_JOB_RUNNING;
         j->started = time(NULL);
+        j->started_mono = mono_now();
         j->images = j->req.batch_count;
         q->running = j;
         pthread_mutex_unlock(&q->mu);
@@ -474,39 +536,18 @@ sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*stil
     return s;
 }
 
-static char *dup_str(const char *s) {
-    return s ? strdup(s) : NULL;
-}
-
 bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
-    memset(out, 0, sizeof *out);
     if (q->rq) return sdc_srv_rq_result(q->rq, j->id, out);
     pthread_mutex_lock(&q->mu);
-    const sdc_srv_result *r = &j->result;
-    bool ok = true;
-    out->status = r->status;
-    memcpy(out->error, r->error, sizeof out->error);
-    if (r->count > 0) {
-        out->b64_png = calloc((size_t)r->count, sizeof(char *));
-        out->infotext = calloc((size_t)r->count, sizeof(char *));
-        out->seeds = calloc((size_t)r->count, sizeof(int64_t));
-        ok = out->b64_png && out->infotext && out->seeds;
-        if (ok) {
-            out->count = r->count;
-            for (int i = 0; i < r->count; i++) {
-                out->b64_png[i] = dup_str(r->b64_png[i]);
-                out->infotext[i] = dup_str(r->infotext[i]);
-                out->seeds[i] = r->seeds[i];
-                ok = ok && out->b64_png[i] && out->infotext[i];
-            }
-        }
-    }
+    /* moved, not copied: the images leave the queue with their one waiter */
+    *out = j->result;
+    memset(&j->result, 0, sizeof j->result);
+    j->result.status = out->status;
+    j->result.interrupted = out->interrupted;
+    memcpy(j->result.error, out->error, sizeof out->error);
+    j->delivered = true;
     pthread_mutex_unlock(&q->mu);
-    if (!ok) {
-        sdc_srv_result_free(out);
-        out->status = SDC_ERR_NO_MEMORY;
-    }
-    return ok;
+    return true;
 }
 
 void sdc_srv_jobs_release(sdc_srv_jobs *q, sdc_srv_job *j) {
@@ -571,6 +612,8 @@ static cJSON *describe_locked(sdc_srv_jobs *q, const sdc_srv_job *j) {
         cJSON *res = cJSON_AddObjectToObject(o, "result");
         cJSON *imgs = res ? cJSON_AddArrayToObject(res, "images") : NULL;
         if (res) cJSON_AddStringToObject(res, "output_format", "png");
+        /* a synchronous job's images went to its client and are no longer kept */
+        if (res && j->delivered) cJSON_AddBoolToObject(res, "delivered", true);
         for (int i = 0; imgs && i < j->result.count; i++) {
             cJSON *im = cJSON_CreateObject();
             if (!im) break;
@@ -606,7 +649,7 @@ cJSON *sdc_srv_jobs_describe(sdc_srv_jobs *q, const char *id) {
 
 int sdc_srv_jobs_cancel(sdc_srv_jobs *q, const char *id, cJSON **desc) {
     *desc = NULL;
-    if (q->rq) return sdc_srv_rq_cancel(q->rq, id, desc);
+    if (q->rq) return sdc_srv_rq_cancel(q->rq, id, false, desc);
     pthread_mutex_lock(&q->mu);
     sdc_srv_job *j = find(q, id);
     int code = 404;
@@ -623,7 +666,10 @@ bool sdc_srv_jobs_interrupt(sdc_srv_jobs *q) {
     if (q->rq) return sdc_srv_rq_interrupt(q->rq);
     pthread_mutex_lock(&q->mu);
     bool any = q->running != NULL;
-    if (any) cancel_locked(q, q->running);
+    if (any) {
+        q->running->interrupt_requested = true;
+        cancel_locked(q, q->running);
+    }
     pthread_mutex_unlock(&q->mu);
     return any;
 }

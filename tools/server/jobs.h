@@ -26,6 +26,7 @@ typedef struct sdc_srv_jobs_config {
     int max_kept;        /* finished jobs kept at most (oldest dropped first) */
     double keep_seconds; /* finished jobs are dropped this long after they end */
     const char *rng, *sampler_rng;
+    bool verbose; /* one stderr line per finished job */
     /* NULL: the in-memory queue. "redis://HOST:PORT[/NAME]": the shared Redis queue
      * (queue_redis.c, docs/server.md "Scale-out on Redis"). */
     const char *queue_url;
@@ -56,7 +57,10 @@ sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *job, bool (*st
                                     void *user);
 
 /* Results of a finished held job: arrays of count entries the caller frees with
- * sdc_srv_result_free. error/status for a failed job. */
+ * sdc_srv_result_free. error/status for a failed job. The images move to the caller:
+ * a synchronous job's results stay in memory only until they are delivered (the job
+ * stays listed, without images). interrupted: cancelled by /sdapi/v1/interrupt; the
+ * images finished before it are kept. */
 typedef struct sdc_srv_result {
     int count;
     char **b64_png;
@@ -64,6 +68,7 @@ typedef struct sdc_srv_result {
     int64_t *seeds;
     sdc_status status;
     char error[256];
+    bool interrupted;
 } sdc_srv_result;
 bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *job, sdc_srv_result *out);
 void sdc_srv_result_free(sdc_srv_result *r);

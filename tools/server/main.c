@@ -29,18 +29,18 @@ typedef struct server_flags {
 } server_flags;
 
 static const struct {
-    const char *name, *value, *help;
+    const char *short_name, *name, *value, *help;
 } k_server_flags[] = {
-    {"--listen-ip", "IP", "address to listen on (default: 127.0.0.1)"},
-    {"--listen-port", "PORT", "port to listen on, 0: any free one (default: 1234)"},
-    {"--serve-html-path", "PATH", "serve this HTML file at / instead of the built-in page"},
-    {"--api-key", "KEY", "require 'Authorization: Bearer KEY' on the API routes"},
-    {"--max-request-size", "BYTES", "largest request body accepted (default: 33554432)"},
-    {"--max-queue", "N", "queued jobs at most; more get 429/503 (default: 16)"},
-    {"--job-ttl", "SECONDS", "how long finished jobs stay readable (default: 600)"},
-    {"--max-jobs-kept", "N", "finished jobs kept at most (default: 256)"},
-    {"--max-connections", "N", "simultaneous HTTP connections at most (default: 256)"},
-    {"--queue", "URL",
+    {"-l", "--listen-ip", "IP", "address to listen on (default: 127.0.0.1)"},
+    {NULL, "--listen-port", "PORT", "port to listen on, 0: any free one (default: 1234)"},
+    {NULL, "--serve-html-path", "PATH", "serve this HTML file at / instead of the built-in page"},
+    {NULL, "--api-key", "KEY", "require 'Authorization: Bearer KEY' on the API routes"},
+    {NULL, "--max-request-size", "BYTES", "largest request body accepted (default: 33554432)"},
+    {NULL, "--max-queue", "N", "queued jobs at most; more get 429/503 (default: 16)"},
+    {NULL, "--job-ttl", "SECONDS", "how long finished jobs stay readable (default: 600)"},
+    {NULL, "--max-jobs-kept", "N", "finished jobs kept at most (default: 256)"},
+    {NULL, "--max-connections", "N", "simultaneous HTTP connections at most (default: 256)"},
+    {NULL, "--queue", "URL",
      "shared job queue redis://HOST:PORT[/NAME][?claim-timeout=S] (default: in memory)"},
 };
 
@@ -49,9 +49,11 @@ static void usage(FILE *f) {
     fprintf(f, "Usage: sdc-server [server options] [model options and generation defaults]\n\n");
     fprintf(f, "Server:\n");
     for (size_t i = 0; i < sizeof k_server_flags / sizeof k_server_flags[0]; i++) {
-        char names[64];
+        char names[64], short_name[8] = "";
         snprintf(names, sizeof names, "%s %s", k_server_flags[i].name, k_server_flags[i].value);
-        fprintf(f, "      %-30s %s\n", names, k_server_flags[i].help);
+        if (k_server_flags[i].short_name)
+            snprintf(short_name, sizeof short_name, "%s,", k_server_flags[i].short_name);
+        fprintf(f, "  %-3s %-30s %s\n", short_name, names, k_server_flags[i].help);
     }
     sdc_cli_print_usage(f, SDC_CLI_PROGRAM_SERVER);
 }
@@ -84,6 +86,7 @@ static bool take_server_flags(int *argc, char **argv, server_flags *f) {
                 value = arg[len] == '=' ? arg + len + 1 : NULL;
                 break;
             }
+            if (k_server_flags[k].short_name && !strcmp(arg, k_server_flags[k].short_name)) break;
         }
         if (k == n_flags) {
             argv[out++] = argv[i];
@@ -178,6 +181,30 @@ static void log_to_stderr(sdc_log_level level, const char *msg, void *user) {
     fprintf(stderr, "sdc-server: %s%s%s", p, msg, (n && msg[n - 1] == '\n') ? "" : "\n");
 }
 
+/* The model's size rule, checked when a job is accepted: the least multiple of 8 that the
+ * model's size multiple divides (MiniT2I: 16). */
+static int size_step(const sdc_context *ctx) {
+    int mult = sdc_context_size_multiple(ctx), step = 8;
+    while (mult > 1 && step % mult) step += 8;
+    return step;
+}
+
+/* --list-devices: one "name<TAB>description" line per device; 0, or 1 on a bad value. */
+static int list_devices(int cpu_devices) {
+    sdc_status st = cpu_devices > 0 ? sdc_set_cpu_devices(cpu_devices) : SDC_OK;
+    if (st != SDC_OK) {
+        fprintf(stderr, "sdc-server: error: --cpu-devices: %s\n",
+                *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
+        return 1;
+    }
+    for (int i = 0; i < sdc_device_count(); i++) {
+        char name[64], desc[512];
+        if (sdc_device_info(i, name, sizeof name, desc, sizeof desc) == SDC_OK)
+            printf("%s\t%s\n", name, desc);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0, NULL};
     char **args = calloc((size_t)argc + 1, sizeof(char *));
@@ -212,6 +239,10 @@ int main(int argc, char **argv) {
     sdc_status st = SDC_OK;
     if (pr == SDC_CLI_PARSE_ERROR) {
         fprintf(stderr, "sdc-server: error: %s\n", a.error);
+        goto done;
+    }
+    if (a.list_devices) { /* needs no model */
+        rc = list_devices(a.cpu_devices);
         goto done;
     }
     if (!sdc_cli_check_inputs(&a, err, sizeof err)) {
@@ -256,6 +287,7 @@ int main(int argc, char **argv) {
     d.seed = a.gen.seed;
     d.sampler = a.gen.sampling_method;
     d.scheduler = a.gen.scheduler;
+    d.size_step = size_step(ctx);
 
     /* signals are taken by sigwait below; every thread inherits this mask */
     sigset_t sigs;
@@ -269,8 +301,8 @@ int main(int argc, char **argv) {
         a.ctx.diffusion_model_path ? a.ctx.diffusion_model_path : a.ctx.model_path;
     const char *model_name = model_path ? strrchr(model_path, '/') : NULL;
     model_name = model_name ? model_name + 1 : model_path ? model_path : "sdc-local";
-    sdc_srv_jobs_config jc = {sf.max_queue,      sf.max_kept,  sf.job_ttl, a.gen.rng,
-                              a.gen.sampler_rng, sf.queue_url, model_name, 10.0};
+    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept,  sf.job_ttl, a.gen.rng, a.gen.sampler_rng,
+                              a.verbose,    sf.queue_url, model_name, 10.0};
     jobs = sdc_srv_jobs_create(ctx, &jc, err, sizeof err);
     if (!jobs) {
         fprintf(stderr, "sdc-server: error: %s\n", err);
@@ -286,6 +318,7 @@ int main(int argc, char **argv) {
         .model_path = a.ctx.diffusion_model_path ? a.ctx.diffusion_model_path : a.ctx.model_path,
         .defaults = &d,
         .max_queue = sf.max_queue,
+        .verbose = a.verbose,
     };
     http = sdc_srv_http_start(&hc, jobs, err, sizeof err);
     if (!http) {

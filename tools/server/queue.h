@@ -12,10 +12,21 @@
 
 typedef void (*sdc_srv_progress_fn)(int step, int steps, double step_seconds, void *user);
 
-/* Runs one request on ctx and fills *res (images as base64 PNGs with their A1111
- * "parameters" text, or the error). Returns the generation's status. */
+/* What a run asks of its queue: progress (which also applies cancels within a step), a
+ * cancel between two images of a batch, whether a cancel was an A1111 interrupt (the
+ * images done are kept), and a salt for random seeds. */
+typedef struct sdc_srv_run_hooks {
+    sdc_srv_progress_fn progress;
+    bool (*stop)(void *user);
+    bool (*interrupted)(void *user);
+    void *user;
+    uint32_t seed_salt;
+} sdc_srv_run_hooks;
+
+/* Runs one request on ctx image by image and fills *res (images as base64 PNGs with their
+ * A1111 "parameters" text, or the error). Returns the generation's status. */
 sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
-                               const sdc_srv_request *r, sdc_srv_progress_fn progress, void *user,
+                               const sdc_srv_request *r, const sdc_srv_run_hooks *h,
                                sdc_srv_result *res);
 
 /* Request <-> bytes (the stream entry of a job). Same-endian nodes only. */
@@ -40,7 +51,8 @@ bool sdc_srv_rq_result(sdc_srv_rq *q, const char *id, sdc_srv_result *out);
 /* A synchronous result was sent: its hash expires within a minute, not after --job-ttl. */
 void sdc_srv_rq_delivered(sdc_srv_rq *q, const char *id);
 cJSON *sdc_srv_rq_describe(sdc_srv_rq *q, const char *id);
-int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, cJSON **desc);
+/* interrupt: an A1111 interrupt (a running job keeps the images it finished). */
+int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, bool interrupt, cJSON **desc);
 bool sdc_srv_rq_interrupt(sdc_srv_rq *q);
 void sdc_srv_rq_progress(sdc_srv_rq *q, sdc_srv_progress *p);
 void sdc_srv_rq_stats(sdc_srv_rq *q, sdc_srv_stats *s);

@@ -57,17 +57,18 @@ static const char *k_start =
     "return 'run'\n";
 
 /* KEYS job, stream, notify, running, stored; ARGV group, entry, id, state, error, finished,
- * ttl, node, status, count, then seed/info/png per image. 1: stored, 0: already done. */
+ * ttl, node, status, count, interrupted, then seed/info/png per image. 1: stored, 0: the job
+ * had already ended (or expired). */
 static const char *k_finish =
     "local s = redis.call('HGET', KEYS[1], 'state')\n"
     "redis.call('XACK', KEYS[2], ARGV[1], ARGV[2]); redis.call('XDEL', KEYS[2], ARGV[2])\n"
     "redis.call('ZREM', KEYS[4], ARGV[3])\n"
     "if not s or s == 'completed' or s == 'failed' or s == 'cancelled' then return 0 end\n"
     "redis.call('HSET', KEYS[1], 'state', ARGV[4], 'error', ARGV[5], 'finished', ARGV[6],\n"
-    "  'stored_by', ARGV[8], 'status', ARGV[9], 'count', ARGV[10])\n"
+    "  'stored_by', ARGV[8], 'status', ARGV[9], 'count', ARGV[10], 'interrupted', ARGV[11])\n"
     "for i = 0, tonumber(ARGV[10]) - 1 do\n"
-    "  redis.call('HSET', KEYS[1], 'seed'..i, ARGV[11+3*i], 'info'..i, ARGV[12+3*i],\n"
-    "    'png'..i, ARGV[13+3*i]) end\n"
+    "  redis.call('HSET', KEYS[1], 'seed'..i, ARGV[12+3*i], 'info'..i, ARGV[13+3*i],\n"
+    "    'png'..i, ARGV[14+3*i]) end\n"
     "if ARGV[4] == 'completed' then redis.call('HSET', KEYS[1], 'step', redis.call('HGET', "
     "KEYS[1], 'steps')) end\n"
     "redis.call('HINCRBY', KEYS[1], 'stores', 1)\n"
@@ -95,7 +96,7 @@ static const char *k_handback =
     "redis.call('ZREM', KEYS[3], ARGV[4])\n"
     "return 1\n";
 
-/* KEYS job, stream, notify; ARGV ttl, now -> 200 / 404 / 409 */
+/* KEYS job, stream, notify; ARGV ttl, now, flag (cancel / interrupt) -> 200 / 404 / 409 */
 static const char *k_cancel =
     "local s = redis.call('HGET', KEYS[1], 'state')\n"
     "if not s then return 404 end\n"
@@ -108,7 +109,7 @@ static const char *k_cancel =
     "  redis.call('EXPIRE', KEYS[1], ARGV[1])\n"
     "  redis.call('RPUSH', KEYS[3], '1'); redis.call('EXPIRE', KEYS[3], ARGV[1])\n"
     "  return 200 end\n"
-    "redis.call('HSET', KEYS[1], 'cancel', '1')\n"
+    "redis.call('HSET', KEYS[1], 'cancel', ARGV[3])\n"
     "return 200\n";
 
 typedef struct pooled {
@@ -130,7 +131,7 @@ struct sdc_srv_rq {
     pthread_t worker, heart;
     atomic_bool stopping;
     /* the job this node runs (worker thread; read by the heartbeat and /progress) */
-    bool running, cancel;
+    bool running, cancel, interrupt;
     char run_id[64], run_entry[64];
     int step, steps, image, images, step_count;
     double step_sum;
@@ -327,6 +328,22 @@ static void on_progress(int step, int steps, double step_seconds, void *user) {
     if (cancel) sdc_cancel(q->ctx);
 }
 
+static bool run_stop(void *user) {
+    sdc_srv_rq *q = user;
+    pthread_mutex_lock(&q->mu);
+    bool stop = q->cancel || q->stopping;
+    pthread_mutex_unlock(&q->mu);
+    return stop;
+}
+
+static bool run_interrupted(void *user) {
+    sdc_srv_rq *q = user;
+    pthread_mutex_lock(&q->mu);
+    bool interrupted = q->interrupt;
+    pthread_mutex_unlock(&q->mu);
+    return interrupted;
+}
+
 /* One entry {id, req} from a stream reply element; false if malformed. */
 static bool parse_entry(const redisReply *e, char *entry, size_t entry_n, char *id, size_t id_n,
                         uint8_t **req, size_t *req_n) {
@@ -388,7 +405,7 @@ static bool store_result(sdc_srv_rq *q, redisContext *c, const char *entry, cons
     job_key(q, id[0] ? id : "none", key, sizeof key);
     notify_key(q, id[0] ? id : "none", nkey, sizeof nkey);
     args a;
-    int count = state == SDC_SRV_JOB_COMPLETED ? res->count : 0;
+    int count = res->count; /* completed, or interrupted with the images done */
     if (!args_init(&a, 20 + 3 * count)) {
         args_free(&a);
         return false;
@@ -411,6 +428,7 @@ static bool store_result(sdc_srv_rq *q, redisContext *c, const char *entry, cons
     arg_s(&a, q->me);
     arg_i(&a, (long long)res->status);
     arg_i(&a, count);
+    arg_i(&a, res->interrupted);
     for (int i = 0; i < count; i++) {
         arg_i(&a, (long long)res->seeds[i]);
         arg_s(&a, res->infotext[i]);
@@ -435,7 +453,7 @@ static void set_running(sdc_srv_rq *q, bool on, const char *id, const char *entr
                         int steps) {
     pthread_mutex_lock(&q->mu);
     q->running = on;
-    q->cancel = false;
+    q->cancel = q->interrupt = false;
     snprintf(q->run_id, sizeof q->run_id, "%s", on ? id : "");
     snprintf(q->run_entry, sizeof q->run_entry, "%s", on ? entry : "");
     q->step = q->image = q->step_count = 0;
@@ -476,8 +494,18 @@ static void run_entry(sdc_srv_rq *q, redisContext **cp, const char *entry, const
         res.status = SDC_ERR_INTERNAL;
     } else {
         set_running(q, true, id, entry, rq.batch_count, rq.steps);
-        sdc_status st = sdc_srv_run_request(q->ctx, &q->cfg, &rq, on_progress, q, &res);
+        sdc_srv_run_hooks h = {on_progress, run_stop, run_interrupted, q, q->id_salt};
+        double t0 = mono();
+        int w = rq.width, ht = rq.height, steps = rq.n_sigmas > 0 ? rq.n_sigmas - 1 : rq.steps;
+        sdc_status st = sdc_srv_run_request(q->ctx, &q->cfg, &rq, &h, &res);
         sdc_srv_request_free(&rq);
+        if (q->cfg.verbose) /* -v: one line per job run here */
+            fprintf(stderr, "sdc-server: job %s %s: %d image(s) %dx%d, %d steps, %.2f s%s%s\n", id,
+                    st == SDC_OK              ? "completed"
+                    : st == SDC_ERR_CANCELLED ? "cancelled"
+                                              : "failed",
+                    res.count, w, ht, steps, mono() - t0, st == SDC_OK ? "" : ": ",
+                    st == SDC_OK ? "" : res.error);
         pthread_mutex_lock(&q->mu);
         bool client_cancel = q->cancel;
         pthread_mutex_unlock(&q->mu);
@@ -584,6 +612,7 @@ static void *heart_main(void *arg) {
                 pthread_mutex_lock(&q->mu);
                 bool same = q->running && !strcmp(q->run_id, id);
                 if (same) q->cancel = true;
+                if (same && !strcmp(r->str, "interrupt")) q->interrupt = true;
                 pthread_mutex_unlock(&q->mu);
                 if (same) sdc_cancel(q->ctx);
             }
@@ -746,6 +775,12 @@ void sdc_srv_rq_destroy(sdc_srv_rq *q) {
 int sdc_srv_rq_submit(sdc_srv_rq *q, sdc_srv_request *req, char id[40]) {
     id[0] = '\0';
     if (q->stopping) return 503;
+    if (req->seed < 0) { /* a random seed is drawn here, so that a re-run makes the same image */
+        pthread_mutex_lock(&q->mu);
+        uint32_t x = q->id_salt ^ (uint32_t)time(NULL) ^ (q->id_counter * 2654435761u);
+        pthread_mutex_unlock(&q->mu);
+        req->seed = (int64_t)(x & 0x7fffffff);
+    }
     size_t n = 0;
     uint8_t *blob = sdc_srv_request_pack(req, &n);
     if (!blob) return 503;
@@ -832,7 +867,7 @@ sdc_srv_job_state sdc_srv_rq_wait(sdc_srv_rq *q, const char *id, bool (*still_wa
                 pool_put(q, c);
                 c = NULL;
                 cJSON *d = NULL;
-                sdc_srv_rq_cancel(q, id, &d);
+                sdc_srv_rq_cancel(q, id, false, &d);
                 cJSON_Delete(d);
             }
         }
@@ -853,7 +888,9 @@ bool sdc_srv_rq_result(sdc_srv_rq *q, const char *id, sdc_srv_result *out) {
         const char *e = hfield(r, "error");
         snprintf(out->error, sizeof out->error, "%s", e ? e : "");
         out->status = (sdc_status)(int)hnum(r, "status");
-        int n = state_from(hfield(r, "state")) == SDC_SRV_JOB_COMPLETED ? (int)hnum(r, "count") : 0;
+        sdc_srv_job_state st = state_from(hfield(r, "state"));
+        out->interrupted = st == SDC_SRV_JOB_CANCELLED && hnum(r, "interrupted") != 0.0;
+        int n = st == SDC_SRV_JOB_COMPLETED || out->interrupted ? (int)hnum(r, "count") : 0;
         if (n > 0) {
             out->b64_png = calloc((size_t)n, sizeof(char *));
             out->infotext = calloc((size_t)n, sizeof(char *));
@@ -996,7 +1033,7 @@ cJSON *sdc_srv_rq_describe(sdc_srv_rq *q, const char *id) {
     return o;
 }
 
-int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, cJSON **desc) {
+int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, bool interrupt, cJSON **desc) {
     *desc = NULL;
     if (!valid_id(id)) return 404;
     char key[256], nkey[256], stream[512];
@@ -1008,8 +1045,8 @@ int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, cJSON **desc) {
     if (r && r->type == REDIS_REPLY_STRING) {
         stream_key(q, r->str, stream, sizeof stream);
         freeReplyObject(r);
-        r = redisCommand(c, "EVAL %s 3 %s %s %s %d %lld", k_cancel, key, stream, nkey, q->ttl,
-                         (long long)time(NULL));
+        r = redisCommand(c, "EVAL %s 3 %s %s %s %d %lld %s", k_cancel, key, stream, nkey, q->ttl,
+                         (long long)time(NULL), interrupt ? "interrupt" : "cancel");
         if (r && r->type == REDIS_REPLY_INTEGER) code = (int)r->integer;
     } else if (!r) {
         code = 503;
@@ -1021,6 +1058,7 @@ int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, cJSON **desc) {
     pthread_mutex_lock(&q->mu);
     bool mine = code == 200 && q->running && !strcmp(q->run_id, id);
     if (mine) q->cancel = true;
+    if (mine && interrupt) q->interrupt = true;
     pthread_mutex_unlock(&q->mu);
     if (mine) sdc_cancel(q->ctx);
     return code;
@@ -1049,7 +1087,7 @@ bool sdc_srv_rq_interrupt(sdc_srv_rq *q) {
     pool_put(q, c);
     if (!id[0]) return false;
     cJSON *d = NULL;
-    int code = sdc_srv_rq_cancel(q, id, &d);
+    int code = sdc_srv_rq_cancel(q, id, true, &d);
     cJSON_Delete(d);
     return code == 200;
 }
@@ -1182,9 +1220,10 @@ cJSON *sdc_srv_rq_describe(sdc_srv_rq *q, const char *id) {
     (void)id;
     return NULL;
 }
-int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, cJSON **desc) {
+int sdc_srv_rq_cancel(sdc_srv_rq *q, const char *id, bool interrupt, cJSON **desc) {
     (void)q;
     (void)id;
+    (void)interrupt;
     *desc = NULL;
     return 404;
 }

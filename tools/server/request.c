@@ -9,12 +9,16 @@
 #include <strings.h>
 
 #include <cjson/cJSON.h>
+#include <png.h>
 
 #include "base64.h"
 #include "cli_shared.h"
 
 #define EXTRA_OPEN  "<sd_cpp_extra_args>"
 #define EXTRA_CLOSE "</sd_cpp_extra_args>"
+#define STREAM_REFUSED                                                                             \
+    "'stream' is not supported: sdc-server answers with the finished images only (send "           \
+    "stream false or leave it out)"
 
 /* The generation defaults are the library's (sdc_generate_params_init), as for sdc. */
 void sdc_srv_defaults_init(sdc_srv_defaults *d) {
@@ -36,6 +40,7 @@ void sdc_srv_defaults_init(sdc_srv_defaults *d) {
     d->max_side = 4096;
     d->max_steps = 150;
     d->max_batch = 8;
+    d->size_step = 8;
 }
 
 /* ---- small helpers ---- */
@@ -209,6 +214,68 @@ static bool get_image(parse_ctx *pc, const cJSON *obj, const char *name, uint8_t
     if (!cJSON_IsString(v)) return reject(pc, 400, "'%s' must be a base64 string", name);
     if (!*v->valuestring) return true; /* "" means none, as null */
     return decode_png(pc, name, v->valuestring, strlen(v->valuestring), true, rgb, w, h);
+}
+
+/* OpenAI's mask convention: transparent pixels (alpha 0) are edited. A PNG with some
+ * alpha below 255 becomes a mask of 255 - alpha (white regenerates, as the library
+ * wants); *made says whether it did. Other images (no alpha, all opaque, JPEG) are left
+ * to the caller's RGB reading. */
+static bool alpha_mask(parse_ctx *pc, const char *name, const char *data, size_t n, bool is_base64,
+                       uint8_t **mask, int *w, int *h, bool *made) {
+    *made = false;
+    size_t bytes_n = n;
+    uint8_t *bytes = NULL;
+    if (is_base64) {
+        bytes = sdc_srv_base64_decode(data, n, &bytes_n);
+        if (!bytes) return true; /* decode_png reports it */
+        data = (const char *)bytes;
+    }
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    uint8_t *rgba = NULL;
+    bool ok = true;
+    if (bytes_n >= 8 && !memcmp(data, "\x89PNG", 4) &&
+        png_image_begin_read_from_memory(&img, data, bytes_n) &&
+        (img.format & PNG_FORMAT_FLAG_ALPHA) && img.width <= 16384 && img.height <= 16384) {
+        img.format = PNG_FORMAT_RGBA;
+        size_t px = (size_t)img.width * img.height;
+        rgba = malloc(px * 4);
+        if (!rgba) {
+            ok = reject(pc, 500, "out of memory decoding '%s'", name);
+        } else if (png_image_finish_read(&img, NULL, rgba, 0, NULL)) {
+            bool any_transparent = false;
+            for (size_t i = 0; i < px && !any_transparent; i++)
+                any_transparent = rgba[i * 4 + 3] < 255;
+            if (any_transparent) {
+                uint8_t *m = malloc(px * 3);
+                if (!m) {
+                    ok = reject(pc, 500, "out of memory decoding '%s'", name);
+                } else {
+                    for (size_t i = 0; i < px; i++)
+                        m[i * 3] = m[i * 3 + 1] = m[i * 3 + 2] = (uint8_t)(255 - rgba[i * 4 + 3]);
+                    free(*mask);
+                    *mask = m;
+                    *w = (int)img.width;
+                    *h = (int)img.height;
+                    *made = true;
+                }
+            }
+        }
+    }
+    png_image_free(&img);
+    free(rgba);
+    free(bytes);
+    return ok;
+}
+
+/* An OpenAI edit's mask: its transparency when it has some, else its RGB (white edits). */
+static bool decode_mask(parse_ctx *pc, const char *data, size_t n, bool is_base64,
+                        sdc_srv_request *r) {
+    bool made = false;
+    if (!alpha_mask(pc, "mask", data, n, is_base64, &r->mask_rgb, &r->mask_w, &r->mask_h, &made))
+        return false;
+    return made || decode_png(pc, "mask", data, n, is_base64, &r->mask_rgb, &r->mask_w, &r->mask_h);
 }
 
 /* ---- names ---- */
@@ -427,16 +494,26 @@ static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool
     if (size && !parse_size(pc, size, r)) return false;
     if (resp_fmt && strcmp(resp_fmt, "b64_json"))
         return reject(pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
+    bool stream = false;
+    if (!get_bool(pc, j, "stream", &stream)) return false;
+    if (stream) return reject(pc, 400, STREAM_REFUSED);
     if (edit) {
         const cJSON *img = field(j, "image");
         if (!img) img = field(j, "image[]");
         if (cJSON_IsArray(img)) img = cJSON_GetArrayItem(img, 0);
         if (!img) return reject(pc, 400, "'image' is required");
         if (!cJSON_IsString(img)) return reject(pc, 400, "'image' must be a base64 string");
-        if (!decode_png(pc, "image", img->valuestring, strlen(img->valuestring), true, &r->init_rgb,
-                        &r->init_w, &r->init_h) ||
-            !get_image(pc, j, "mask", &r->mask_rgb, &r->mask_w, &r->mask_h))
+        const char *b64 = img->valuestring;
+        if (!decode_png(pc, "image", b64, strlen(b64), true, &r->init_rgb, &r->init_w, &r->init_h))
             return false;
+        const cJSON *mask = field(j, "mask");
+        if (mask && !cJSON_IsString(mask)) return reject(pc, 400, "'mask' must be a base64 string");
+        bool made = false;
+        if (mask && *mask->valuestring)
+            return decode_mask(pc, mask->valuestring, strlen(mask->valuestring), true, r);
+        /* no mask: the image's own transparency is the mask, as in OpenAI's API */
+        return alpha_mask(pc, "image", b64, strlen(b64), true, &r->mask_rgb, &r->mask_w, &r->mask_h,
+                          &made);
     }
     return true;
 }
@@ -540,18 +617,28 @@ static bool fit_image(parse_ctx *pc, uint8_t **rgb, int *w, int *h, int tw, int 
 
 static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
     if (!apply_extra_args(pc, r)) return false;
+    size_t plen = r->prompt ? strlen(r->prompt) : 0,
+           nlen = r->negative_prompt ? strlen(r->negative_prompt) : 0;
+    if (plen > SDC_SRV_MAX_PROMPT_BYTES || nlen > SDC_SRV_MAX_PROMPT_BYTES)
+        return reject(pc, 400, "the %s is %zu bytes long; at most %d bytes are accepted",
+                      plen > SDC_SRV_MAX_PROMPT_BYTES ? "prompt" : "negative prompt",
+                      plen > SDC_SRV_MAX_PROMPT_BYTES ? plen : nlen, SDC_SRV_MAX_PROMPT_BYTES);
+    /* the model's size rule is checked here, when the job is accepted, not when it runs */
+    int step = d->size_step >= 8 ? d->size_step : 8;
     if (r->init_rgb && !r->size_given) {
-        /* sizes snap down to a multiple of 8, as sd-cli's -i does */
-        r->width = r->init_w / 8 * 8;
-        r->height = r->init_h / 8 * 8;
+        /* sizes snap down to the size step, as sd-cli's -i does */
+        r->width = r->init_w / step * step;
+        r->height = r->init_h / step * step;
     }
     if (r->mask_rgb && !r->init_rgb) return reject(pc, 400, "a mask needs an init image");
-    if (r->width < 8 || r->width > d->max_side || r->width % 8)
-        return reject(pc, 400, "width must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
-                      r->width);
-    if (r->height < 8 || r->height > d->max_side || r->height % 8)
-        return reject(pc, 400, "height must be a multiple of 8 in [8, %d] (got %d)", d->max_side,
-                      r->height);
+    if (r->width < step || r->width > d->max_side || r->width % step)
+        return reject(pc, 400,
+                      "width must be a multiple of %d (the model's size step) in [%d, %d] (got %d)",
+                      step, step, d->max_side, r->width);
+    if (r->height < step || r->height > d->max_side || r->height % step)
+        return reject(
+            pc, 400, "height must be a multiple of %d (the model's size step) in [%d, %d] (got %d)",
+            step, step, d->max_side, r->height);
     if (r->steps < 1 || r->steps > d->max_steps)
         return reject(pc, 400, "steps must be in [1, %d] (got %d)", d->max_steps, r->steps);
     if (r->batch_count < 1 || r->batch_count > d->max_batch)
@@ -684,7 +771,10 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
     }
     size_t blen = strlen(boundary);
     const char *p = memfind(body, len, boundary, blen), *end = body + len;
-    bool have_prompt = false, have_image = false;
+    bool have_prompt = false, have_image = false, have_mask = false;
+    const char *image_data = NULL; /* the first image, for its transparency */
+    size_t image_n = 0;
+    bool image_b64 = false;
     cJSON *fields = cJSON_CreateObject(); /* text fields, then parsed like the JSON edit */
     if (!fields) {
         reject(&pc, 500, "out of memory");
@@ -725,13 +815,16 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         }
         size_t n = (size_t)(next - data);
         if (!strcmp(name, "image") || !strcmp(name, "image[]")) {
-            if (!have_image) /* several images: the first is the init image */
-                decode_png(&pc, "image", data, n, !is_file && n > 0 && !raw_image(data),
-                           &r->init_rgb, &r->init_w, &r->init_h);
+            if (!have_image) { /* several images: the first is the init image */
+                image_data = data;
+                image_n = n;
+                image_b64 = !is_file && n > 0 && !raw_image(data);
+                decode_png(&pc, "image", data, n, image_b64, &r->init_rgb, &r->init_w, &r->init_h);
+            }
             have_image = true;
         } else if (!strcmp(name, "mask")) {
-            decode_png(&pc, "mask", data, n, !is_file && n > 0 && !raw_image(data), &r->mask_rgb,
-                       &r->mask_w, &r->mask_h);
+            decode_mask(&pc, data, n, !is_file && n > 0 && !raw_image(data), r);
+            have_mask = true;
         } else if (name[0] && !is_file) {
             char *text = malloc(n + 1);
             if (!text) {
@@ -763,6 +856,11 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
     if (!pc.status && !p) reject(&pc, 400, "multipart body without parts");
     if (!pc.status && !have_prompt) reject(&pc, 400, "'prompt' is required");
     if (!pc.status && !have_image) reject(&pc, 400, "'image' is required");
+    if (!pc.status && !have_mask) { /* the image's own transparency is the mask */
+        bool made = false;
+        alpha_mask(&pc, "image", image_data, image_n, image_b64, &r->mask_rgb, &r->mask_w,
+                   &r->mask_h, &made);
+    }
     if (!pc.status) {
         /* text fields are read with the JSON rules; the images are already decoded */
         const char *size = NULL, *resp_fmt = NULL;
@@ -771,8 +869,12 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
             get_string(&pc, fields, "size", &size) &&
             get_string(&pc, fields, "response_format", &resp_fmt) &&
             check_output_format(&pc, fields) && (!size || parse_size(&pc, size, r))) {
+            const char *stream = NULL;
             if (resp_fmt && strcmp(resp_fmt, "b64_json"))
                 reject(&pc, 400, "response_format '%s' is not supported (use b64_json)", resp_fmt);
+            else if (get_string(&pc, fields, "stream", &stream) && stream &&
+                     (!strcasecmp(stream, "true") || !strcmp(stream, "1")))
+                reject(&pc, 400, STREAM_REFUSED);
         }
     }
     cJSON_Delete(fields);

@@ -16,7 +16,12 @@ typedef struct sdc_srv_defaults {
     int64_t seed;
     const char *sampler, *scheduler; /* NULL: the model's default */
     int max_side, max_steps, max_batch;
+    int size_step; /* width/height multiples of this (the model's, >= 8); default 8 */
 } sdc_srv_defaults;
+
+/* Longest prompt (and negative prompt) accepted, in bytes: a prompt is held by the job,
+ * its infotext and the PNG text, and the text encoder reads a few hundred tokens only. */
+#define SDC_SRV_MAX_PROMPT_BYTES 65536
 
 void sdc_srv_defaults_init(sdc_srv_defaults *d);
 
