@@ -284,6 +284,20 @@ for _ in $(seq 1 200); do # 20 s at most
     sleep 0.1
 done
 check "cancel of a job running on another node: it stops (cancel $cA, $sA)" bash -c "[ $cA = 200 ] && [[ '$sA' == *cancelled* ]]"
+# A1111 interrupt on another node: the synchronous txt2img answers 200 with the images done
+BIGA='{"prompt":"big","width":64,"height":64,"steps":150,"seed":9,"batch_size":8}'
+curl -s -m 120 -o "$TMP/intr.json" -w '%{http_code}' -d "$BIGA" "http://127.0.0.1:$OTHER_PORT/sdapi/v1/txt2img" >"$TMP/intr.code" &
+CURL=$!
+for _ in $(seq 1 600); do # until its second image runs (60 s at most)
+    rid=$(rcli ZRANGE sdc:t:running 0 0)
+    [ -n "$rid" ] && [ "$(rcli HGET "sdc:t:job:$rid" image)" -ge 1 ] 2>/dev/null && break
+    sleep 0.1
+done
+ci=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:${LIVE[0]}/sdapi/v1/interrupt")
+wait "$CURL"
+nimg=$(grep -o '"images":\[[^]]*\]' "$TMP/intr.json" | grep -o '"[A-Za-z0-9+/=]\{100,\}"' | wc -l)
+check "A1111 interrupt from another node: 200 with the images done (1 to 7) (interrupt $ci, txt2img $(cat "$TMP/intr.code"), $nimg images)" \
+    bash -c "[ $ci = 200 ] && [ \"\$(cat '$TMP/intr.code')\" = 200 ] && [ $nimg -ge 1 ] && [ $nimg -lt 8 ]"
 
 # ---- Redis restarted under load ----
 export PORTS="${LIVE[*]}"

@@ -48,7 +48,7 @@ int sdc_srv_rq_submit(sdc_srv_rq *q, sdc_srv_request *req, char id[40]);
 sdc_srv_job_state sdc_srv_rq_wait(sdc_srv_rq *q, const char *id, bool (*still_wanted)(void *),
                                   void *user);
 bool sdc_srv_rq_result(sdc_srv_rq *q, const char *id, sdc_srv_result *out);
-/* A synchronous result was sent: its hash expires within a minute, not after --job-ttl. */
+/* A synchronous result was sent: its images leave Redis (the job stays listed). */
 void sdc_srv_rq_delivered(sdc_srv_rq *q, const char *id);
 cJSON *sdc_srv_rq_describe(sdc_srv_rq *q, const char *id);
 /* interrupt: an A1111 interrupt (a running job keeps the images it finished). */

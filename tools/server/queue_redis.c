@@ -920,12 +920,18 @@ bool sdc_srv_rq_result(sdc_srv_rq *q, const char *id, sdc_srv_result *out) {
     return ok;
 }
 
+/* KEYS job: the images of a delivered synchronous job go; the job stays listed */
+static const char *k_delivered =
+    "local n = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')\n"
+    "for i = 0, n - 1 do redis.call('HDEL', KEYS[1], 'png'..i) end\n"
+    "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'delivered', '1') end\n"
+    "return n\n";
+
 void sdc_srv_rq_delivered(sdc_srv_rq *q, const char *id) {
-    if (q->ttl <= 60) return;
     char key[256];
     job_key(q, id, key, sizeof key);
     redisContext *c = NULL;
-    redisReply *r = pool_cmd(q, &c, "EXPIRE %s 60", key);
+    redisReply *r = pool_cmd(q, &c, "EVAL %s 1 %s", k_delivered, key);
     if (r) freeReplyObject(r);
     pool_put(q, c);
 }
@@ -991,7 +997,8 @@ static cJSON *describe_hash(sdc_srv_rq *q, redisContext *c, const char *id, cons
         cJSON *res = cJSON_AddObjectToObject(o, "result");
         cJSON *imgs = res ? cJSON_AddArrayToObject(res, "images") : NULL;
         if (res) cJSON_AddStringToObject(res, "output_format", "png");
-        int n = (int)hnum(h, "count");
+        if (res && hfield(h, "delivered")) cJSON_AddBoolToObject(res, "delivered", true);
+        int n = hfield(h, "delivered") ? 0 : (int)hnum(h, "count");
         for (int i = 0; imgs && i < n; i++) {
             cJSON *im = cJSON_CreateObject();
             if (!im) break;
