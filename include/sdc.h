@@ -132,6 +132,9 @@ typedef struct sdc_context_params {
     float flow_shift;          /* --flow-shift, NAN = the family's default */
     bool vae_tiling;           /* --vae-tiling */
     bool diffusion_flash_attn; /* --diffusion-fa (a hint; our attention is always fused) */
+    /* --split-mode for modules split across devices (--backend te=a&b): "layer" (default) or
+     * "row", or per module "diffusion=row,te=layer"; NULL = layer */
+    const char *split_mode;
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);

@@ -26,10 +26,20 @@ struct sdc_graph {
     sdc_status status;
     char error[512];
     bool oom;
+    int block; /* tag of the tensors being created, -1 outside blocks */
 };
 
 sdc_graph *sdc_graph_create(void) {
-    return calloc(1, sizeof(sdc_graph));
+    sdc_graph *g = calloc(1, sizeof(sdc_graph));
+    if (g) g->block = -1;
+    return g;
+}
+
+void sdc_graph_set_block(sdc_graph *g, int block) {
+    g->block = block < 0 ? -1 : block;
+}
+int sdc_graph_get_block(const sdc_graph *g) {
+    return g->block;
 }
 
 void sdc_graph_free(sdc_graph *g) {
@@ -59,6 +69,7 @@ static sdc_tensor *new_tensor(sdc_graph *g) {
     t->index = -1;
     t->plan_offset = -1;
     t->last_use = -1;
+    t->block = g->block;
     return t;
 }
 

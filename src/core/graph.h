@@ -24,6 +24,12 @@ sdc_tensor *sdc_graph_node(sdc_graph *g, sdc_op op, sdc_type type, int ndims, co
 sdc_tensor *sdc_graph_view_node(sdc_graph *g, sdc_tensor *src, int ndims, const int64_t *ne,
                                 const size_t *nb, size_t offset);
 
+/* Builders call this before building repeated block i (a transformer layer) and with -1
+ * after the last: every tensor created in between is tagged with `block`, which tells a
+ * layer split (placement/split.h) where the graph may be cut. */
+void sdc_graph_set_block(sdc_graph *g, int block);
+int sdc_graph_get_block(const sdc_graph *g);
+
 int sdc_graph_n_nodes(const sdc_graph *g);
 sdc_tensor *sdc_graph_get_node(const sdc_graph *g, int i);
 

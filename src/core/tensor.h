@@ -77,7 +77,9 @@ typedef struct sdc_tensor {
     struct sdc_tensor *view_src; /* for views: the tensor that owns the memory */
     size_t view_offset;          /* bytes from view_src->data */
     int flags;
-    int index;               /* position in its graph's node list, -1 for leaves */
+    int index; /* position in its graph's node list, -1 for leaves */
+    int block; /* repeated block (layer) whose builder made it, -1 outside blocks: where a
+                * layer split may cut the graph (sdc_graph_set_block) */
     struct sdc_graph *graph; /* the graph that created it; NULL for weights */
 
     /* planner results */

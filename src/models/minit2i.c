@@ -367,6 +367,7 @@ sdc_status sdc_minit2i_encode_text(sdc_minit2i *m, sdc_backend *be, const float 
     const float eps = 1e-6f;
     for (int i = 0; i < c->n_preamble; i++) {
         const preamble_block *b = &m->pre[i];
+        sdc_graph_set_block(g, i); /* a layer split may cut between blocks */
         sdc_tensor *qkv = apply_linear(g, &b->qkv, sdc_rms_norm(g, txt, b->norm1, eps));
         sdc_tensor *q = sdc_rms_norm(g, qkv_part(g, qkv, c, 0), b->q_norm, eps);
         sdc_tensor *k = sdc_rms_norm(g, qkv_part(g, qkv, c, 1), b->k_norm, eps);
@@ -376,6 +377,7 @@ sdc_status sdc_minit2i_encode_text(sdc_minit2i *m, sdc_backend *be, const float 
         txt = sdc_add(g, txt, apply_linear(g, &b->proj, a));
         txt = sdc_add(g, txt, apply_swiglu(g, &b->mlp, sdc_rms_norm(g, txt, b->norm2, eps)));
     }
+    sdc_graph_set_block(g, -1);
     sdc_graph_mark_output(g, txt);
     sdc_status s = sdc_graph_status(g);
     if (s == SDC_OK) {
@@ -464,6 +466,7 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
     const float eps = 1e-6f;
     for (int i = 0; i < c->n_double; i++) {
         const double_block *b = &m->dbl[i];
+        sdc_graph_set_block(g, i);        /* a layer split may cut between blocks */
         bool last = i == c->n_double - 1; /* the text stream's last update is never read */
         sdc_tensor *iq = apply_linear(g, &b->img_qkv, sdc_rms_norm(g, img, b->img_norm1, eps));
         sdc_tensor *tq = apply_linear(g, &b->txt_qkv, sdc_rms_norm(g, t, b->txt_norm1, eps));
@@ -489,6 +492,7 @@ sdc_status sdc_minit2i_forward(sdc_minit2i *m, sdc_backend *be, const float *x, 
             t = sdc_add(g, t, apply_swiglu(g, &b->txt_mlp, sdc_rms_norm(g, t, b->txt_norm2, eps)));
         }
     }
+    sdc_graph_set_block(g, -1);
     /* the final layer is per token: only image rows are needed */
     sdc_tensor *y = apply_linear(g, &m->final_linear, sdc_rms_norm(g, img, m->norm_final, eps));
     sdc_graph_mark_output(g, y);

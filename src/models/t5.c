@@ -192,6 +192,7 @@ sdc_status sdc_t5_encode(sdc_t5 *m, sdc_backend *be, const int32_t *ids, int n, 
     const float eps = 1e-6f;
     for (int l = 0; l < c->n_layers; l++) {
         const t5_layer *L = &m->layers[l];
+        sdc_graph_set_block(g, l); /* a layer split may cut between layers */
         sdc_tensor *h = sdc_rms_norm(g, x, L->ln0, eps);
         sdc_tensor *q = heads_first(g, sdc_matmul(g, L->q, h), c->d_kv, c->n_heads, n);
         sdc_tensor *k = heads_first(g, sdc_matmul(g, L->k, h), c->d_kv, c->n_heads, n);
@@ -208,6 +209,7 @@ sdc_status sdc_t5_encode(sdc_t5 *m, sdc_backend *be, const int32_t *ids, int n, 
             f = sdc_relu(g, sdc_matmul(g, L->wi0, h));
         x = sdc_add(g, x, sdc_matmul(g, L->wo, f));
     }
+    sdc_graph_set_block(g, -1);
     x = sdc_rms_norm(g, x, m->final_ln, eps);
     sdc_graph_mark_output(g, x);
     sdc_status s = sdc_graph_status(g);

@@ -18,6 +18,7 @@
 #include "pipeline/convert.h"
 #include "pipeline/registry.h"
 #include "placement/devices.h"
+#include "placement/split.h"
 #include "sampling/defaults.h"
 #include "sampling/samplers.h"
 #include "sampling/schedulers.h"
@@ -269,15 +270,48 @@ static sdc_status backend_for(sdc_context *ctx, int device, int n_threads, sdc_b
     return SDC_OK;
 }
 
+/* A module split across devices (a&b) runs on a split backend over theirs; it is owned
+ * with the others (device -1: never shared). */
+static sdc_status split_backend_for(sdc_context *ctx, sdc_module m, int n_threads,
+                                    sdc_backend **out) {
+    const sdc_module_place *pl = &ctx->placement.module[m];
+    sdc_backend *kids[SDC_MAX_SPLIT];
+    for (int i = 0; i < pl->n_devices; i++) {
+        sdc_status s = backend_for(ctx, pl->device[i], n_threads, &kids[i]);
+        if (s != SDC_OK) return s;
+    }
+    if (ctx->n_backends == SDC_CTX_MAX_BACKENDS)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "placement: more than %d backends in use",
+                        SDC_CTX_MAX_BACKENDS);
+    sdc_backend *be = sdc_split_backend_create(sdc_module_name(m), kids, pl->device, pl->n_devices);
+    if (!be) return sdc_fail_prefix(SDC_ERR_UNSUPPORTED, "placement: ");
+    ctx->backend_device[ctx->n_backends] = -1;
+    ctx->backends[ctx->n_backends++] = be;
+    *out = be;
+    return SDC_OK;
+}
+
 static sdc_status create_backends(sdc_context *ctx, int n_threads) {
     const sdc_module mods[3] = {SDC_MODULE_TE, SDC_MODULE_DIFFUSION, SDC_MODULE_VAE};
     sdc_stage_env *envs[3] = {&ctx->env_cond, &ctx->env_diffusion, &ctx->env_first_stage};
     for (int i = 0; i < 3; i++) {
-        sdc_status s = backend_for(ctx, ctx->placement.module[mods[i]].device[0], n_threads,
-                                   &envs[i]->backend);
+        const sdc_module_place *pl = &ctx->placement.module[mods[i]];
+        sdc_status s = pl->n_devices > 1
+                           ? split_backend_for(ctx, mods[i], n_threads, &envs[i]->backend)
+                           : backend_for(ctx, pl->device[0], n_threads, &envs[i]->backend);
         if (s != SDC_OK) return s;
     }
     sdc_context_sync_envs(ctx);
+    return SDC_OK;
+}
+
+/* --split-mode on the modules that are split (the others have nothing to slice). */
+static sdc_status apply_split_mode(sdc_context *ctx, const char *spec) {
+    sdc_split_mode modes[SDC_MODULE_COUNT];
+    sdc_status s = sdc_split_mode_parse(spec, modes);
+    if (s != SDC_OK) return s;
+    sdc_split_backend_set_mode(ctx->env_cond.backend, modes[SDC_MODULE_TE]);
+    sdc_split_backend_set_mode(ctx->env_diffusion.backend, modes[SDC_MODULE_DIFFUSION]);
     return SDC_OK;
 }
 
@@ -326,6 +360,7 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     sdc_family_load_args la = {.weights = ctx->weights, .params = &p, .t5_file = ctx->t5_file};
     if ((s = load(&la, &ctx->m)) != SDC_OK) goto fail;
     if ((s = create_backends(ctx, threads_asked > 0 ? ctx->n_threads : -1)) != SDC_OK) goto fail;
+    if ((s = apply_split_mode(ctx, p.split_mode)) != SDC_OK) goto fail;
     log_loaded(ctx);
     *out = ctx;
     return SDC_OK;
@@ -336,7 +371,8 @@ fail:
 
 void sdc_context_free(sdc_context *ctx) {
     if (!ctx) return;
-    for (int i = 0; i < ctx->n_backends; i++) sdc_backend_free(ctx->backends[i]);
+    /* newest first: a split backend's buffers come from the device backends before it */
+    for (int i = ctx->n_backends - 1; i >= 0; i--) sdc_backend_free(ctx->backends[i]);
     if (ctx->m.free_state) ctx->m.free_state(ctx->m.state);
     sdc_loader_free(ctx->weights);
     sdc_converted_weights_free(ctx->converted);

@@ -249,7 +249,6 @@ sdc_status sdc_placement_parse_specs(const char *backend, const char *params_bac
     assignment ra, pas;
     if ((s = parse_assignment("--backend", rt, &ra)) != SDC_OK) goto done;
     if ((s = parse_assignment("--params-backend", pa, &pas)) != SDC_OK) goto done;
-    int first_split = -1;
     for (int m = 0; m < SDC_MODULE_COUNT; m++) {
         sdc_module_place *pl = &out->module[m];
         char what[96] = "";
@@ -275,13 +274,6 @@ sdc_status sdc_placement_parse_specs(const char *backend, const char *params_bac
             snprintf(what, sizeof what, "'%s'", v);
         pl->params_given = v != NULL;
         if (v && (s = resolve_params("--params-backend", what, v, pl)) != SDC_OK) goto done;
-        if (pl->n_devices > 1 && first_split < 0) first_split = m;
-    }
-    if (first_split >= 0) {
-        char d[160];
-        sdc_placement_describe_modules(out, SDC_MODULE_BIT(first_split), d, sizeof d);
-        s = sdc_fail(SDC_ERR_UNSUPPORTED,
-                     "--backend %s: splitting one module across devices is not implemented yet", d);
     }
 done:
     free(rt);

@@ -52,8 +52,8 @@ typedef struct sdc_placement {
 /* Fills `out` from p->backend, p->params_backend and the shorthands (applied first, as
  * sd.cpp's CLI prepends them, so explicit entries override them). Nothing given: every
  * module on sdc_devices_default(), weights on it. Errors name the bad piece and list the
- * valid module or device names. A module split across several devices is parsed into
- * `out` but returns SDC_ERR_UNSUPPORTED (not implemented yet). Reads only the fields that
+ * valid module or device names. A module split across several devices (te, diffusion)
+ * keeps its list, main device first (placement/split.h runs it). Reads only the fields that
  * fit in p->struct_size. */
 sdc_status sdc_placement_parse(const sdc_context_params *p, sdc_placement *out);
 /* The same from the raw values. */

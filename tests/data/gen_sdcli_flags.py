@@ -78,7 +78,7 @@ STATUS = r"""
 --upscale-model | lib | library | path | @T5 | ctx.upscale_model_path | - | both | - | PATH | ESRGAN upscaler run on the result
 --backend | lib | library | list | cpu | ctx.backend | JOIN | both | - | SPEC | device per module, e.g. cpu or te=cpu0,diffusion=cpu1 (repeats are joined with ',')
 --params-backend | lib | library | list | diffusion=cpu | ctx.params_backend | JOIN | both | - | SPEC | where each module's weights live between phases: MODULE=cpu or disk (joined with ',')
---split-mode | warning | cli | list | layer | - | JOIN | both | - | MODE | the split mode of a module spread over several devices is chosen by sdc; ignored
+--split-mode | lib | library | list | layer | ctx.split_mode | JOIN | both | - | MODE | layer or row split of a module spread over several devices (a&b), or per module: diffusion=row,te=layer
 --rpc-servers | warning | cli | list | localhost:50052 | - | JOIN | both | - | LIST | RPC offloading is not supported; ignored
 --max-vram | lib | library | string | cpu=4 | ctx.max_vram | - | both | - | GIB | memory budget in GiB, one value or DEV=GiB,...
 --threads | works | cli | int | 2 | ctx.n_threads | - | both | - | N | threads; <= 0: all physical cores (default: -1)

@@ -120,8 +120,10 @@ const sdc_cli_opt sdc_cli_opts[] = {
     {NULL, "--params-backend", K_STR, O_JOIN, T(ctx.params_backend), ST_LIB, P_CLI | P_SRV,
      G_CONTEXT, NULL, NULL, "SPEC",
      "where each module's weights live between phases: MODULE=cpu or disk (joined with ',')"},
-    {NULL, "--split-mode", K_STR, O_JOIN, NONE, ST_WARN, P_CLI | P_SRV, G_CONTEXT, NULL, NULL,
-     "MODE", "the split mode of a module spread over several devices is chosen by sdc; ignored"},
+    {NULL, "--split-mode", K_STR, O_JOIN, T(ctx.split_mode), ST_LIB, P_CLI | P_SRV, G_CONTEXT, NULL,
+     NULL, "MODE",
+     "layer or row split of a module spread over several devices (a&b), or per module: "
+     "diffusion=row,te=layer"},
     {NULL, "--rpc-servers", K_STR, O_JOIN, NONE, ST_WARN, P_CLI | P_SRV, G_CONTEXT, NULL, NULL,
      "LIST", "RPC offloading is not supported; ignored"},
     {NULL, "--max-vram", K_STR, O_NONE, T(ctx.max_vram), ST_LIB, P_CLI | P_SRV, G_CONTEXT, NULL,

@@ -21,6 +21,8 @@ typedef struct preset {
 static const preset k_presets[] = {
     /* the golden set-A shapes */
     {"tiny", 128, 2, 2, 1, 16, 32, 344, 128, 2, 128, 2, 256, 1000},
+    /* tiny with more blocks (6 double, 2 text, 6 T5 layers): layer-split tests */
+    {"deep", 128, 2, 6, 2, 16, 32, 344, 128, 6, 128, 2, 256, 1000},
     /* MiniT2I-B/16 with flan-t5-large */
     {"b16", 768, 12, 17, 2, 16, 128, 2048, 1024, 24, 1024, 16, 2816, 32128},
 };
@@ -241,7 +243,7 @@ static int make_dirs(const char *path) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sdc-genmodel [--preset tiny|b16] [--dtype f32|f16] [--seed N] -o DIR\n"
+    fprintf(f, "usage: sdc-genmodel [--preset tiny|deep|b16] [--dtype f32|f16] [--seed N] -o DIR\n"
                "writes DIR/minit2i.safetensors, DIR/t5/model.safetensors, DIR/t5/tokenizer.json\n");
 }
 
@@ -260,7 +262,7 @@ int main(int argc, char **argv) {
             for (size_t k = 0; k < sizeof k_presets / sizeof *k_presets; k++)
                 if (!strcmp(v, k_presets[k].name)) p = &k_presets[k];
             if (!p) {
-                fprintf(stderr, "sdc-genmodel: error: unknown preset '%s' (tiny, b16)\n", v);
+                fprintf(stderr, "sdc-genmodel: error: unknown preset '%s' (tiny, deep, b16)\n", v);
                 return 1;
             }
             i++;
