@@ -534,6 +534,7 @@ static cJSON *discovery(const sdc_srv_http *h, route r) {
         cJSON_AddStringToObject(m, "owned_by", "local");
         cJSON_AddStringToObject(m, "name", h->model_stem);
         cJSON_AddItemToArray(data, m);
+        sdc_srv_jobs_add_models(h->jobs, data, false); /* --queue: the other nodes' */
         return a;
     }
     case R_SD_MODELS: {
@@ -546,6 +547,7 @@ static cJSON *discovery(const sdc_srv_http *h, route r) {
         cJSON_AddStringToObject(m, "sha256", "");
         cJSON_AddNullToObject(m, "config");
         cJSON_AddItemToArray(a, m);
+        sdc_srv_jobs_add_models(h->jobs, a, true);
         return a;
     }
     case R_SAMPLERS:

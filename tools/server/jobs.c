@@ -11,6 +11,7 @@
 
 #include "base64.h"
 #include "png_encode.h"
+#include "queue.h"
 
 struct sdc_srv_job {
     char id[40];
@@ -46,6 +47,7 @@ struct sdc_srv_jobs {
     sdc_srv_job *running;
     uint32_t id_salt, id_counter;
     sdc_srv_stats stats;
+    sdc_srv_rq *rq; /* non-NULL: every call goes to the Redis queue */
 };
 
 static double mono_now(void) {
@@ -185,7 +187,7 @@ static void on_progress(int step, int steps, double step_seconds, void *user) {
 }
 
 /* Encodes the images of a finished generation into *res (no lock held). */
-static sdc_status encode_results(sdc_srv_jobs *q, const sdc_generate_params *p,
+static sdc_status encode_results(sdc_context *ctx, const sdc_generate_params *p,
                                  const sdc_image *images, int count, sdc_srv_result *res) {
     res->b64_png = calloc((size_t)count, sizeof(char *));
     res->infotext = calloc((size_t)count, sizeof(char *));
@@ -194,7 +196,7 @@ static sdc_status encode_results(sdc_srv_jobs *q, const sdc_generate_params *p,
     res->count = count;
     for (int i = 0; i < count; i++) {
         res->seeds[i] = images[i].seed;
-        res->infotext[i] = sdc_generation_parameters_text(q->ctx, p, images[i].seed);
+        res->infotext[i] = sdc_generation_parameters_text(ctx, p, images[i].seed);
         size_t png_size = 0;
         uint8_t *png = sdc_srv_png_encode(&images[i], res->infotext[i], &png_size);
         if (!png) return SDC_ERR_NO_MEMORY;
@@ -205,41 +207,47 @@ static sdc_status encode_results(sdc_srv_jobs *q, const sdc_generate_params *p,
     return SDC_OK;
 }
 
-static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
-    sdc_srv_request *r = &j->req;
-    sdc_image init = {0}, mask = {0};
-    sdc_generate_params p;
-    sdc_generate_params_init(&p);
-    p.prompt = r->prompt;
-    p.negative_prompt = r->negative_prompt;
-    p.width = r->width;
-    p.height = r->height;
-    p.steps = r->steps;
-    p.cfg_scale = r->cfg_scale;
-    p.seed = r->seed;
-    p.sampling_method = r->sampler[0] ? r->sampler : NULL;
-    p.scheduler = r->scheduler[0] ? r->scheduler : NULL;
-    if (q->cfg.rng) p.rng = q->cfg.rng;
-    if (q->cfg.sampler_rng) p.sampler_rng = q->cfg.sampler_rng;
-    if (isfinite(r->eta)) p.eta = r->eta;
-    p.batch_count = r->batch_count;
+static void params_from_request(const sdc_srv_jobs_config *cfg, const sdc_srv_request *r,
+                                sdc_generate_params *p, sdc_image *init, sdc_image *mask) {
+    sdc_generate_params_init(p);
+    p->prompt = r->prompt;
+    p->negative_prompt = r->negative_prompt;
+    p->width = r->width;
+    p->height = r->height;
+    p->steps = r->steps;
+    p->cfg_scale = r->cfg_scale;
+    p->seed = r->seed;
+    p->sampling_method = r->sampler[0] ? r->sampler : NULL;
+    p->scheduler = r->scheduler[0] ? r->scheduler : NULL;
+    if (cfg->rng) p->rng = cfg->rng;
+    if (cfg->sampler_rng) p->sampler_rng = cfg->sampler_rng;
+    if (isfinite(r->eta)) p->eta = r->eta;
+    p->batch_count = r->batch_count;
     if (r->n_sigmas > 0) {
-        p.sigmas = r->sigmas;
-        p.n_sigmas = r->n_sigmas;
-        p.steps = r->n_sigmas - 1;
+        p->sigmas = r->sigmas;
+        p->n_sigmas = r->n_sigmas;
+        p->steps = r->n_sigmas - 1;
     }
     if (r->init_rgb) {
-        init = (sdc_image){(uint32_t)r->init_w, (uint32_t)r->init_h, 3, r->init_rgb, 0};
-        p.init_image = &init;
-        p.strength = r->strength;
+        *init = (sdc_image){(uint32_t)r->init_w, (uint32_t)r->init_h, 3, r->init_rgb, 0};
+        p->init_image = init;
+        p->strength = r->strength;
         if (r->mask_rgb) {
-            mask = (sdc_image){(uint32_t)r->mask_w, (uint32_t)r->mask_h, 3, r->mask_rgb, 0};
-            p.mask_image = &mask;
+            *mask = (sdc_image){(uint32_t)r->mask_w, (uint32_t)r->mask_h, 3, r->mask_rgb, 0};
+            p->mask_image = mask;
         }
     }
-    run_state rs = {q, j};
-    p.progress = on_progress;
-    p.progress_user = &rs;
+}
+
+sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
+                               const sdc_srv_request *r, const sdc_srv_run_hooks *h,
+                               sdc_srv_result *res) {
+    sdc_image init = {0}, mask = {0};
+    sdc_generate_params p;
+    params_from_request(cfg, r, &p, &init, &mask);
+    p.progress = h->progress;
+    p.progress_user = h->user;
+    memset(res, 0, sizeof *res);
 
     /* image by image (seeds seed, seed+1, ... as the library's batch), so that an A1111
      * interrupt keeps the images finished before it */
@@ -247,22 +255,18 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
     sdc_image *images = calloc((size_t)n, sizeof *images);
     sdc_status st = images ? SDC_OK : SDC_ERR_NO_MEMORY;
     int64_t base =
-        p.seed >= 0 ? p.seed : (int64_t)(((uint64_t)time(NULL) ^ q->id_salt) & 0x7fffffff);
+        p.seed >= 0 ? p.seed : (int64_t)(((uint64_t)time(NULL) ^ h->seed_salt) & 0x7fffffff);
     p.batch_count = 1;
     for (int b = 0; b < n && st == SDC_OK; b++) {
         sdc_image *one = NULL;
         int got = 0;
-        if (b > 0) { /* a cancel between two images (each call clears the context's flag) */
-            pthread_mutex_lock(&q->mu);
-            bool stop = j->cancel_requested || q->stopping;
-            pthread_mutex_unlock(&q->mu);
-            if (stop) {
-                st = SDC_ERR_CANCELLED;
-                break;
-            }
+        /* a cancel between two images (each call clears the context's flag) */
+        if (b > 0 && h->stop && h->stop(h->user)) {
+            st = SDC_ERR_CANCELLED;
+            break;
         }
         p.seed = base + b;
-        st = sdc_generate_image(q->ctx, &p, &one, &got);
+        st = sdc_generate_image(ctx, &p, &one, &got);
         if (st == SDC_OK && got == 1) {
             images[count++] = one[0];
             free(one);
@@ -271,40 +275,59 @@ static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
         }
     }
     p.seed = base;
-    pthread_mutex_lock(&q->mu);
-    bool interrupted = j->interrupt_requested && st == SDC_ERR_CANCELLED;
-    pthread_mutex_unlock(&q->mu);
-    sdc_srv_result res = {0};
+    bool interrupted = st == SDC_ERR_CANCELLED && h->interrupted && h->interrupted(h->user);
     if (st == SDC_OK || interrupted) {
-        sdc_status enc = encode_results(q, &p, images, count, &res);
+        sdc_status enc = encode_results(ctx, &p, images, count, res);
         if (enc != SDC_OK) {
             st = enc;
             interrupted = false;
-            snprintf(res.error, sizeof res.error, "out of memory encoding images");
+            snprintf(res->error, sizeof res->error, "out of memory encoding images");
         }
     } else {
-        snprintf(res.error, sizeof res.error, "%s",
+        snprintf(res->error, sizeof res->error, "%s",
                  *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
     }
-    res.status = st;
     if (images) sdc_free_images(images, count);
-
-    pthread_mutex_lock(&q->mu);
-    sdc_srv_job_state final = SDC_SRV_JOB_COMPLETED;
     if (st == SDC_ERR_CANCELLED) {
-        final = SDC_SRV_JOB_CANCELLED;
-        if (!interrupted) sdc_srv_result_free(&res);
-        res.status = st;
-        res.interrupted = interrupted;
-        snprintf(res.error, sizeof res.error, "%s",
+        if (!interrupted) sdc_srv_result_free(res);
+        res->interrupted = interrupted;
+        snprintf(res->error, sizeof res->error, "%s",
                  interrupted ? "job interrupted" : "job cancelled");
-    } else if (st != SDC_OK) {
-        final = SDC_SRV_JOB_FAILED;
+    } else if (st != SDC_OK) { /* keep only the message */
         sdc_srv_result err_only = {.status = st};
-        memcpy(err_only.error, res.error, sizeof res.error);
-        sdc_srv_result_free(&res);
-        res = err_only;
+        memcpy(err_only.error, res->error, sizeof res->error);
+        sdc_srv_result_free(res);
+        *res = err_only;
     }
+    res->status = st;
+    return st;
+}
+
+static bool job_stop(void *user) {
+    run_state *rs = user;
+    pthread_mutex_lock(&rs->q->mu);
+    bool stop = rs->job->cancel_requested || rs->q->stopping;
+    pthread_mutex_unlock(&rs->q->mu);
+    return stop;
+}
+
+static bool job_interrupted(void *user) {
+    run_state *rs = user;
+    pthread_mutex_lock(&rs->q->mu);
+    bool interrupted = rs->job->interrupt_requested;
+    pthread_mutex_unlock(&rs->q->mu);
+    return interrupted;
+}
+
+static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
+    run_state rs = {q, j};
+    sdc_srv_run_hooks h = {on_progress, job_stop, job_interrupted, &rs, q->id_salt};
+    sdc_srv_result res;
+    sdc_status st = sdc_srv_run_request(q->ctx, &q->cfg, &j->req, &h, &res);
+    pthread_mutex_lock(&q->mu);
+    sdc_srv_job_state final = st == SDC_OK              ? SDC_SRV_JOB_COMPLETED
+                              : st == SDC_ERR_CANCELLED ? SDC_SRV_JOB_CANCELLED
+                                                        : SDC_SRV_JOB_FAILED;
     j->result = res;
     q->running = NULL;
     finish_job(q, j, final);
@@ -342,13 +365,23 @@ static void *worker_main(void *arg) {
 
 /* ---- public ---- */
 
-sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg) {
+sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg, char *err,
+                                  size_t err_size) {
     sdc_srv_jobs *q = calloc(1, sizeof *q);
+    snprintf(err, err_size, "out of memory");
     if (!q) return NULL;
     q->ctx = ctx;
     q->cfg = *cfg;
     if (q->cfg.max_queue < 1) q->cfg.max_queue = 1;
     if (q->cfg.max_kept < 1) q->cfg.max_kept = 1;
+    if (cfg->queue_url) {
+        q->rq = sdc_srv_rq_create(ctx, &q->cfg, err, err_size);
+        if (!q->rq) {
+            free(q);
+            return NULL;
+        }
+        return q;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     q->id_salt = (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec * 2654435761u ^ (uint32_t)getpid();
@@ -360,12 +393,17 @@ sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *c
         pthread_cond_destroy(&q->work_cv);
         pthread_cond_destroy(&q->done_cv);
         free(q);
+        snprintf(err, err_size, "cannot start the worker thread");
         return NULL;
     }
     return q;
 }
 
 void sdc_srv_jobs_shutdown(sdc_srv_jobs *q) {
+    if (q->rq) {
+        sdc_srv_rq_shutdown(q->rq);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     q->stopping = true;
     while (q->queue_head) {
@@ -385,6 +423,11 @@ void sdc_srv_jobs_shutdown(sdc_srv_jobs *q) {
 
 void sdc_srv_jobs_destroy(sdc_srv_jobs *q) {
     if (!q) return;
+    if (q->rq) {
+        sdc_srv_rq_destroy(q->rq);
+        free(q);
+        return;
+    }
     sdc_srv_jobs_shutdown(q);
     pthread_join(q->worker, NULL);
     for (sdc_srv_job *j = q->all, *next; j; j = next) {
@@ -400,6 +443,18 @@ void sdc_srv_jobs_destroy(sdc_srv_jobs *q) {
 int sdc_srv_jobs_submit(sdc_srv_jobs *q, sdc_srv_request *req, char id[40], sdc_srv_job **held) {
     if (held) *held = NULL;
     id[0] = '\0';
+    if (q->rq) { /* a held job is only its id: the state lives in Redis */
+        sdc_srv_job *j = held ? calloc(1, sizeof *j) : NULL;
+        if (held && !j) return 503;
+        int rc = sdc_srv_rq_submit(q->rq, req, id);
+        if (rc || !held) {
+            free(j);
+            return rc;
+        }
+        memcpy(j->id, id, sizeof j->id);
+        *held = j;
+        return 0;
+    }
     pthread_mutex_lock(&q->mu);
     prune(q);
     int refusal = q->stopping ? 503 : q->queued >= q->cfg.max_queue ? 429 : 0;
@@ -454,6 +509,7 @@ static void cancel_locked(sdc_srv_jobs *q, sdc_srv_job *j) {
 
 sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*still_wanted)(void *),
                                     void *user) {
+    if (q->rq) return j->state = sdc_srv_rq_wait(q->rq, j->id, still_wanted, user);
     pthread_mutex_lock(&q->mu);
     /* the client is checked every 100 ms, by the clock: other jobs finishing wake this
      * thread too, and must not postpone the check */
@@ -481,6 +537,7 @@ sdc_srv_job_state sdc_srv_jobs_wait(sdc_srv_jobs *q, sdc_srv_job *j, bool (*stil
 }
 
 bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
+    if (q->rq) return sdc_srv_rq_result(q->rq, j->id, out);
     pthread_mutex_lock(&q->mu);
     /* moved, not copied: the images leave the queue with their one waiter */
     *out = j->result;
@@ -494,6 +551,11 @@ bool sdc_srv_jobs_result(sdc_srv_jobs *q, sdc_srv_job *j, sdc_srv_result *out) {
 }
 
 void sdc_srv_jobs_release(sdc_srv_jobs *q, sdc_srv_job *j) {
+    if (q->rq) {
+        if (j->state == SDC_SRV_JOB_COMPLETED) sdc_srv_rq_delivered(q->rq, j->id);
+        free(j);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     j->refs--;
     prune(q);
@@ -577,6 +639,7 @@ static cJSON *describe_locked(sdc_srv_jobs *q, const sdc_srv_job *j) {
 }
 
 cJSON *sdc_srv_jobs_describe(sdc_srv_jobs *q, const char *id) {
+    if (q->rq) return sdc_srv_rq_describe(q->rq, id);
     pthread_mutex_lock(&q->mu);
     sdc_srv_job *j = find(q, id);
     cJSON *o = j ? describe_locked(q, j) : NULL;
@@ -586,6 +649,7 @@ cJSON *sdc_srv_jobs_describe(sdc_srv_jobs *q, const char *id) {
 
 int sdc_srv_jobs_cancel(sdc_srv_jobs *q, const char *id, cJSON **desc) {
     *desc = NULL;
+    if (q->rq) return sdc_srv_rq_cancel(q->rq, id, false, desc);
     pthread_mutex_lock(&q->mu);
     sdc_srv_job *j = find(q, id);
     int code = 404;
@@ -599,6 +663,7 @@ int sdc_srv_jobs_cancel(sdc_srv_jobs *q, const char *id, cJSON **desc) {
 }
 
 bool sdc_srv_jobs_interrupt(sdc_srv_jobs *q) {
+    if (q->rq) return sdc_srv_rq_interrupt(q->rq);
     pthread_mutex_lock(&q->mu);
     bool any = q->running != NULL;
     if (any) {
@@ -611,6 +676,10 @@ bool sdc_srv_jobs_interrupt(sdc_srv_jobs *q) {
 
 void sdc_srv_jobs_progress(sdc_srv_jobs *q, sdc_srv_progress *p) {
     memset(p, 0, sizeof *p);
+    if (q->rq) {
+        sdc_srv_rq_progress(q->rq, p);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     p->queued = q->queued;
     const sdc_srv_job *j = q->running;
@@ -628,9 +697,41 @@ void sdc_srv_jobs_progress(sdc_srv_jobs *q, sdc_srv_progress *p) {
 }
 
 void sdc_srv_jobs_stats(sdc_srv_jobs *q, sdc_srv_stats *s) {
+    if (q->rq) {
+        sdc_srv_rq_stats(q->rq, s);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     *s = q->stats;
     s->queued = q->queued;
     s->kept = q->kept;
     pthread_mutex_unlock(&q->mu);
+}
+
+void sdc_srv_jobs_add_models(sdc_srv_jobs *q, cJSON *list, bool sdapi) {
+    cJSON *names = q->rq ? sdc_srv_rq_models(q->rq) : NULL;
+    cJSON *it;
+    cJSON_ArrayForEach(it, names) {
+        if (!cJSON_IsString(it) ||
+            (q->cfg.model_name && !strcmp(it->valuestring, q->cfg.model_name)))
+            continue; /* this node's own model is the caller's first entry */
+        cJSON *m = cJSON_CreateObject();
+        if (!m) break;
+        if (sdapi) {
+            cJSON_AddStringToObject(m, "title", it->valuestring);
+            cJSON_AddStringToObject(m, "model_name", it->valuestring);
+            cJSON_AddStringToObject(m, "filename", it->valuestring);
+            cJSON_AddStringToObject(m, "hash", "00000000");
+            cJSON_AddStringToObject(m, "sha256", "");
+            cJSON_AddNullToObject(m, "config");
+        } else {
+            cJSON_AddStringToObject(m, "id", it->valuestring);
+            cJSON_AddStringToObject(m, "object", "model");
+            cJSON_AddNumberToObject(m, "created", 0);
+            cJSON_AddStringToObject(m, "owned_by", "cluster");
+            cJSON_AddStringToObject(m, "name", it->valuestring);
+        }
+        cJSON_AddItemToArray(list, m);
+    }
+    cJSON_Delete(names);
 }

@@ -5,6 +5,7 @@
 #define SDC_SERVER_JOBS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -26,13 +27,20 @@ typedef struct sdc_srv_jobs_config {
     double keep_seconds; /* finished jobs are dropped this long after they end */
     const char *rng, *sampler_rng;
     bool verbose; /* one stderr line per finished job */
+    /* NULL: the in-memory queue. "redis://HOST:PORT[/NAME]": the shared Redis queue
+     * (queue_redis.c, docs/server.md "Scale-out on Redis"). */
+    const char *queue_url;
+    const char *model_name; /* announced to the other nodes; jobs are routed by it */
+    double claim_timeout;   /* Redis: seconds without a heartbeat before a job is re-run */
 } sdc_srv_jobs_config;
 
 typedef struct sdc_srv_jobs sdc_srv_jobs;
 typedef struct sdc_srv_job sdc_srv_job;
 
-/* Starts the worker. ctx stays owned by the caller and must outlive the queue. */
-sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg);
+/* Starts the worker. ctx stays owned by the caller and must outlive the queue. On
+ * failure returns NULL with a message in err. */
+sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg, char *err,
+                                  size_t err_size);
 /* Refuses new jobs, cancels queued and running ones, wakes waiters (they see CANCELLED). */
 void sdc_srv_jobs_shutdown(sdc_srv_jobs *q);
 /* Joins the worker and frees everything; call after the HTTP server has stopped. */
@@ -94,5 +102,9 @@ typedef struct sdc_srv_stats {
 void sdc_srv_jobs_stats(sdc_srv_jobs *q, sdc_srv_stats *s);
 
 const char *sdc_srv_job_state_name(sdc_srv_job_state s);
+
+/* With Redis: appends to list the models the other live nodes serve (OpenAI /v1/models
+ * entries, or A1111 sd-models ones with sdapi); the in-memory queue adds nothing. */
+void sdc_srv_jobs_add_models(sdc_srv_jobs *q, cJSON *list, bool sdapi);
 
 #endif

@@ -25,6 +25,7 @@ typedef struct server_flags {
     long long max_body;
     int max_queue, max_kept, max_connections;
     double job_ttl;
+    const char *queue_url;
 } server_flags;
 
 static const struct {
@@ -39,6 +40,8 @@ static const struct {
     {NULL, "--job-ttl", "SECONDS", "how long finished jobs stay readable (default: 600)"},
     {NULL, "--max-jobs-kept", "N", "finished jobs kept at most (default: 256)"},
     {NULL, "--max-connections", "N", "simultaneous HTTP connections at most (default: 256)"},
+    {NULL, "--queue", "URL",
+     "shared job queue redis://HOST:PORT[/NAME][?claim-timeout=S] (default: in memory)"},
 };
 
 static void usage(FILE *f) {
@@ -132,6 +135,9 @@ static bool take_server_flags(int *argc, char **argv, server_flags *f) {
             if (!parse_ll(arg, value, 1, 100000, &v)) return false;
             f->max_connections = (int)v;
             break;
+        case 9:
+            f->queue_url = value;
+            break;
         }
     }
     *argc = out;
@@ -200,7 +206,7 @@ static int list_devices(int cpu_devices) {
 }
 
 int main(int argc, char **argv) {
-    server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0};
+    server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0, NULL};
     char **args = calloc((size_t)argc + 1, sizeof(char *));
     if (!args) return 1;
     memcpy(args, argv, sizeof(char *) * (size_t)argc);
@@ -291,11 +297,15 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept,       sf.job_ttl,
-                              a.gen.rng,    a.gen.sampler_rng, a.verbose};
-    jobs = sdc_srv_jobs_create(ctx, &jc);
+    const char *model_path =
+        a.ctx.diffusion_model_path ? a.ctx.diffusion_model_path : a.ctx.model_path;
+    const char *model_name = model_path ? strrchr(model_path, '/') : NULL;
+    model_name = model_name ? model_name + 1 : model_path ? model_path : "sdc-local";
+    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept,  sf.job_ttl, a.gen.rng, a.gen.sampler_rng,
+                              a.verbose,    sf.queue_url, model_name, 10.0};
+    jobs = sdc_srv_jobs_create(ctx, &jc, err, sizeof err);
     if (!jobs) {
-        fprintf(stderr, "sdc-server: error: cannot start the worker thread\n");
+        fprintf(stderr, "sdc-server: error: %s\n", err);
         goto done;
     }
     sdc_srv_http_config hc = {

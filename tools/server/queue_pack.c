@@ -1,0 +1,153 @@
+/* A job request as bytes: the "req" field of its Redis stream entry (queue_redis.c).
+ * Host byte order: the nodes of one queue run on machines of one endianness. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue.h"
+
+/* ---- request <-> bytes ---- */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool bad;
+} wbuf;
+
+static void w_put(wbuf *b, const void *src, size_t n) {
+    if (b->bad) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->n + n) cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->bad = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+static void w_i64(wbuf *b, int64_t v) {
+    w_put(b, &v, sizeof v);
+}
+static void w_f32(wbuf *b, float v) {
+    w_put(b, &v, sizeof v);
+}
+/* bytes with a length; -1 for NULL */
+static void w_bytes(wbuf *b, const void *p, int64_t n) {
+    w_i64(b, p ? n : -1);
+    if (p && n > 0) w_put(b, p, (size_t)n);
+}
+
+uint8_t *sdc_srv_request_pack(const sdc_srv_request *r, size_t *size) {
+    wbuf b = {0};
+    w_put(&b, "SDCQ1", 5);
+    const int64_t ints[] = {r->width,  r->height, r->steps,  r->batch_count, r->seed,
+                            r->init_w, r->init_h, r->mask_w, r->mask_h,      r->size_given};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) w_i64(&b, ints[i]);
+    w_f32(&b, r->cfg_scale);
+    w_f32(&b, r->strength);
+    w_f32(&b, r->eta);
+    w_bytes(&b, r->sampler, (int64_t)sizeof r->sampler);
+    w_bytes(&b, r->scheduler, (int64_t)sizeof r->scheduler);
+    w_bytes(&b, r->prompt, r->prompt ? (int64_t)strlen(r->prompt) : 0);
+    w_bytes(&b, r->negative_prompt, r->negative_prompt ? (int64_t)strlen(r->negative_prompt) : 0);
+    w_bytes(&b, r->init_rgb, (int64_t)r->init_w * r->init_h * 3);
+    w_bytes(&b, r->mask_rgb, (int64_t)r->mask_w * r->mask_h * 3);
+    w_bytes(&b, r->sigmas, (int64_t)r->n_sigmas * (int64_t)sizeof(float));
+    if (b.bad) {
+        free(b.p);
+        return NULL;
+    }
+    *size = b.n;
+    return b.p;
+}
+
+typedef struct rbuf {
+    const uint8_t *p;
+    size_t n, at;
+    bool bad;
+} rbuf;
+
+static void r_get(rbuf *b, void *dst, size_t n) {
+    if (b->bad || b->n - b->at < n) {
+        b->bad = true;
+        memset(dst, 0, n);
+        return;
+    }
+    memcpy(dst, b->p + b->at, n);
+    b->at += n;
+}
+static int64_t r_i64(rbuf *b) {
+    int64_t v;
+    r_get(b, &v, sizeof v);
+    return v;
+}
+/* a copy with a NUL after it (NULL when it was NULL); *len its length */
+static uint8_t *r_bytes(rbuf *b, int64_t *len) {
+    int64_t n = r_i64(b);
+    *len = n;
+    if (b->bad || n < 0) return NULL;
+    if ((uint64_t)n > b->n - b->at) {
+        b->bad = true;
+        return NULL;
+    }
+    uint8_t *p = malloc((size_t)n + 1);
+    if (!p) {
+        b->bad = true;
+        return NULL;
+    }
+    r_get(b, p, (size_t)n);
+    p[n] = 0;
+    return p;
+}
+
+bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r) {
+    memset(r, 0, sizeof *r);
+    rbuf b = {buf, size, 0, false};
+    char magic[5];
+    r_get(&b, magic, 5);
+    if (b.bad || memcmp(magic, "SDCQ1", 5)) return false;
+    int64_t ints[10];
+    for (int i = 0; i < 10; i++) ints[i] = r_i64(&b);
+    const int64_t side = 1 << 16;
+    for (int i = 0; i < 10; i++)
+        if (i != 4 && (ints[i] < 0 || ints[i] > side)) b.bad = true;
+    r->width = (int)ints[0];
+    r->height = (int)ints[1];
+    r->steps = (int)ints[2];
+    r->batch_count = (int)ints[3];
+    r->seed = ints[4];
+    r->init_w = (int)ints[5];
+    r->init_h = (int)ints[6];
+    r->mask_w = (int)ints[7];
+    r->mask_h = (int)ints[8];
+    r->size_given = ints[9] != 0;
+    r_get(&b, &r->cfg_scale, sizeof(float));
+    r_get(&b, &r->strength, sizeof(float));
+    r_get(&b, &r->eta, sizeof(float));
+    int64_t n = 0;
+    uint8_t *s = r_bytes(&b, &n);
+    if (s && n == (int64_t)sizeof r->sampler) memcpy(r->sampler, s, sizeof r->sampler);
+    free(s);
+    s = r_bytes(&b, &n);
+    if (s && n == (int64_t)sizeof r->scheduler) memcpy(r->scheduler, s, sizeof r->scheduler);
+    free(s);
+    r->sampler[sizeof r->sampler - 1] = r->scheduler[sizeof r->scheduler - 1] = '\0';
+    r->prompt = (char *)r_bytes(&b, &n);
+    r->negative_prompt = (char *)r_bytes(&b, &n);
+    r->init_rgb = r_bytes(&b, &n);
+    if (r->init_rgb && n != (int64_t)r->init_w * r->init_h * 3) b.bad = true;
+    r->mask_rgb = r_bytes(&b, &n);
+    if (r->mask_rgb && n != (int64_t)r->mask_w * r->mask_h * 3) b.bad = true;
+    uint8_t *sig = r_bytes(&b, &n);
+    r->sigmas = (float *)sig;
+    r->n_sigmas = sig ? (int)(n / (int64_t)sizeof(float)) : 0;
+    if (b.bad || b.at != b.n) {
+        sdc_srv_request_free(r);
+        return false;
+    }
+    return true;
+}
