@@ -7,15 +7,8 @@
 
 #include "pipeline/context.h"
 #include "sdc.h"
+#include "gen_common.h"
 #include "test_util.h"
-
-static char g_log[16384];
-
-static void capture(sdc_log_level level, const char *msg, void *user) {
-    (void)level, (void)user;
-    size_t n = strlen(g_log);
-    snprintf(g_log + n, sizeof g_log - n, "%s\n", msg);
-}
 
 enum { W = 64, H = 48, BATCH = 2, STEPS = 3 };
 
@@ -50,15 +43,7 @@ static sdc_image *generate(const variant *v) {
               v->expect_plan);
     }
     sdc_generate_params p;
-    sdc_generate_params_init(&p);
-    p.prompt = "a lighthouse at dusk";
-    p.width = W;
-    p.height = H;
-    p.steps = STEPS;
-    p.cfg_scale = 5;
-    p.seed = 11;
-    p.rng = "cpu";
-    p.batch_count = BATCH;
+    t_lighthouse_params(&p, W, H, STEPS, BATCH);
     sdc_image *img = NULL;
     int n = 0;
     s = sdc_generate_image(ctx, &p, &img, &n);

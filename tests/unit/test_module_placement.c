@@ -4,15 +4,8 @@
 #include <string.h>
 
 #include "sdc.h"
+#include "gen_common.h"
 #include "test_util.h"
-
-static char g_log[8192];
-
-static void capture(sdc_log_level level, const char *msg, void *user) {
-    (void)level, (void)user;
-    size_t n = strlen(g_log);
-    snprintf(g_log + n, sizeof g_log - n, "%s\n", msg);
-}
 
 typedef struct variant {
     const char *label;
@@ -44,16 +37,8 @@ static sdc_image *generate(const variant *v) {
               v->expect_log, g_log, ctx ? sdc_context_describe(ctx) : "");
     if (s != SDC_OK) return NULL;
     sdc_generate_params p;
-    sdc_generate_params_init(&p);
-    p.prompt = "a lighthouse at dusk";
-    p.width = 64;
-    p.height = 48;
-    p.steps = 4;
-    p.cfg_scale = 5;
-    p.seed = 11;
-    p.rng = "cpu";
+    t_lighthouse_params(&p, 64, 48, 4, 2);
     p.sampling_method = "heun";
-    p.batch_count = 2; /* the second image runs after the text encoder's pages went */
     sdc_image *img = NULL;
     int n = 0;
     s = sdc_generate_image(ctx, &p, &img, &n);

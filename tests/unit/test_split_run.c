@@ -10,15 +10,8 @@
 #include "pipeline/context.h"
 #include "placement/split.h"
 #include "sdc.h"
+#include "gen_common.h"
 #include "test_util.h"
-
-static char g_log[16384];
-
-static void capture(sdc_log_level level, const char *msg, void *user) {
-    (void)level, (void)user;
-    size_t n = strlen(g_log);
-    snprintf(g_log + n, sizeof g_log - n, "%s\n", msg);
-}
 
 typedef struct model_files {
     const char *dit, *t5, *tok;
@@ -70,15 +63,7 @@ static sdc_image *generate(const model_files *m, const variant *v, double *secs)
     CHECK(s == SDC_OK, "%s: context: %s", v->label, sdc_last_error());
     if (s != SDC_OK) return NULL;
     sdc_generate_params p;
-    sdc_generate_params_init(&p);
-    p.prompt = "a lighthouse at dusk";
-    p.width = W;
-    p.height = H;
-    p.steps = STEPS;
-    p.cfg_scale = 5;
-    p.seed = 11;
-    p.rng = "cpu";
-    p.batch_count = BATCH;
+    t_lighthouse_params(&p, W, H, STEPS, BATCH);
     sdc_image *img = NULL;
     int n = 0;
     double t0 = sdc_now_seconds();

@@ -1,0 +1,33 @@
+/* Pieces the end-to-end generation tests share: a log sink that collects lines (so a
+ * test can check what the library said), and the one request they all run. */
+#ifndef SDC_TESTS_GEN_COMMON_H
+#define SDC_TESTS_GEN_COMMON_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sdc.h"
+
+static char g_log[16384];
+
+static void capture(sdc_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    size_t n = strlen(g_log);
+    snprintf(g_log + n, sizeof g_log - n, "%s\n", msg);
+}
+
+/* "a lighthouse at dusk", w x h, `steps` euler steps at CFG 5, seed 11, cpu rng, `batch`
+ * images (the second one runs after the text encoder's phase ended). */
+static void t_lighthouse_params(sdc_generate_params *p, int w, int h, int steps, int batch) {
+    sdc_generate_params_init(p);
+    p->prompt = "a lighthouse at dusk";
+    p->width = w;
+    p->height = h;
+    p->steps = steps;
+    p->cfg_scale = 5;
+    p->seed = 11;
+    p->rng = "cpu";
+    p->batch_count = batch;
+}
+
+#endif
