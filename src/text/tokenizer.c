@@ -740,9 +740,9 @@ sdc_status sdc_tokenizer_encode_t5(const sdc_tokenizer *t, const char *text, int
     return sdc_tokenizer_encode_t5_ex(t, text, max_length, ids, mask, n_real, NULL);
 }
 
-sdc_status sdc_tokenizer_encode_t5_ex(const sdc_tokenizer *t, const char *text,
-                                      int32_t max_length, int32_t *ids, float *mask,
-                                      int32_t *n_real, int32_t *n_dropped) {
+sdc_status sdc_tokenizer_encode_t5_ex(const sdc_tokenizer *t, const char *text, int32_t max_length,
+                                      int32_t *ids, float *mask, int32_t *n_real,
+                                      int32_t *n_dropped) {
     if (!t || !ids || max_length <= 0)
         return sdc_fail(SDC_ERR_INVALID_ARG, "tokenizer: encode_t5 needs max_length > 0");
     sdc_tokens tk = {0};

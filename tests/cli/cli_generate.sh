@@ -7,19 +7,7 @@ set -u
 BUILD=${1:?build dir}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-check() { # check "what" command...
-    local what=$1
-    shift
-    if "$@"; then
-        pass=$((pass + 1))
-        echo "ok   $what"
-    else
-        fail=$((fail + 1))
-        echo "FAIL $what"
-    fi
-}
+. "$(dirname "$0")/check.bash"
 png_size() { # prints WxH of a PNG from its IHDR
     od -An -tu1 -j16 -N8 "$1" | awk '{printf "%dx%d\n", $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'
 }

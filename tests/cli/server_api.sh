@@ -18,19 +18,7 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-pass=0
-fail=0
-check() { # check "what" command...
-    local what=$1
-    shift
-    if "$@"; then
-        pass=$((pass + 1))
-        echo "ok   $what"
-    else
-        fail=$((fail + 1))
-        echo "FAIL $what"
-    fi
-}
+. "$(dirname "$0")/check.bash"
 # 77: ctest's SKIP_RETURN_CODE for the shell tests (CMakeLists.txt): reported as skipped, not passed
 command -v curl >/dev/null || { echo "curl is not installed: skipped"; exit 77; }
 png_size() { od -An -tu1 -j16 -N8 "$1" | awk '{printf "%dx%d\n", $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'; }

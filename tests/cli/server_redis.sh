@@ -26,19 +26,7 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-pass=0
-fail=0
-check() { # check "what" command...
-    local what=$1
-    shift
-    if "$@"; then
-        pass=$((pass + 1))
-        echo "ok   $what"
-    else
-        fail=$((fail + 1))
-        echo "FAIL $what"
-    fi
-}
+. "$(dirname "$0")/check.bash"
 if ! grep -q '^HIREDIS_LIB:FILEPATH=.*hiredis' "$BUILD/CMakeCache.txt" 2>/dev/null ||
     grep -q '^HIREDIS_LIB:FILEPATH=.*NOTFOUND' "$BUILD/CMakeCache.txt"; then
     echo "sdc-server built without hiredis: skipped"

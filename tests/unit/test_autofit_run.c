@@ -25,10 +25,7 @@ static sdc_image *generate(const variant *v) {
     CHECK(sdc_set_cpu_devices(v->cpu_devices) == SDC_OK, "%s: cpu devices: %s", v->label,
           sdc_last_error());
     sdc_context_params cp;
-    sdc_context_params_init(&cp);
-    cp.diffusion_model_path = GOLDEN("minit2i/minit2i_a_dit_f32.safetensors");
-    cp.t5xxl_path = GOLDEN("minit2i/minit2i_a_t5_f32.safetensors");
-    cp.t5_tokenizer_path = GOLDEN("tokenizer/tokenizer.json");
+    t_golden_context_params(&cp);
     cp.max_vram = v->max_vram;
     cp.backend = v->backend;
     cp.auto_fit = v->auto_fit;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sdc.h"
+#include "gen_common.h"
 #include "test_util.h"
 
 typedef struct seen {
@@ -43,10 +44,7 @@ static void on_preview(int step, int steps, const sdc_image *img, void *user) {
 
 int main(void) {
     sdc_context_params cp;
-    sdc_context_params_init(&cp);
-    cp.diffusion_model_path = GOLDEN("minit2i/minit2i_a_dit_f32.safetensors");
-    cp.t5xxl_path = GOLDEN("minit2i/minit2i_a_t5_f32.safetensors");
-    cp.t5_tokenizer_path = GOLDEN("tokenizer/tokenizer.json");
+    t_golden_context_params(&cp);
     sdc_context *ctx = NULL;
     CHECK(sdc_context_create(&cp, &ctx) == SDC_OK, "context: %s", sdc_last_error());
     if (!ctx) TEST_MAIN_END();

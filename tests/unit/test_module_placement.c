@@ -19,10 +19,7 @@ static sdc_image *generate(const variant *v) {
     CHECK(sdc_set_cpu_devices(v->cpu_devices) == SDC_OK, "%s: cpu devices: %s", v->label,
           sdc_last_error());
     sdc_context_params cp;
-    sdc_context_params_init(&cp);
-    cp.diffusion_model_path = GOLDEN("minit2i/minit2i_a_dit_f32.safetensors");
-    cp.t5xxl_path = GOLDEN("minit2i/minit2i_a_t5_f32.safetensors");
-    cp.t5_tokenizer_path = GOLDEN("tokenizer/tokenizer.json");
+    t_golden_context_params(&cp);
     cp.backend = v->backend;
     cp.params_backend = v->params_backend;
     cp.weight_type = v->weight_type;
@@ -91,10 +88,7 @@ int main(void) {
     /* bad placements are refused with the bad piece named */
     sdc_set_cpu_devices(2);
     sdc_context_params cp;
-    sdc_context_params_init(&cp);
-    cp.diffusion_model_path = GOLDEN("minit2i/minit2i_a_dit_f32.safetensors");
-    cp.t5xxl_path = GOLDEN("minit2i/minit2i_a_t5_f32.safetensors");
-    cp.t5_tokenizer_path = GOLDEN("tokenizer/tokenizer.json");
+    t_golden_context_params(&cp);
     cp.backend = "diffusion=cpu7";
     sdc_context *ctx = NULL;
     sdc_status s = sdc_context_create(&cp, &ctx);

@@ -316,8 +316,7 @@ static int generate(sdc_cli_args *a) {
         sdc_image_free(&mask);
         return fail("%s", library_error(st));
     }
-    fprintf(stderr, "sdc: loaded in %.2fs: %s\n", now_seconds() - t0,
-            sdc_context_describe(rs.ctx));
+    fprintf(stderr, "sdc: loaded in %.2fs: %s\n", now_seconds() - t0, sdc_context_describe(rs.ctx));
 
     sdc_cli_progress_init(&rs.bar, stderr);
     gp.progress = on_progress;
