@@ -26,6 +26,11 @@
 
 #define PREFIX_DIT "model.diffusion_model."
 #define PREFIX_T5  "text_encoders.t5xxl.transformer."
+/* component files by flag; the family picks them before the -m file's own */
+#define PREFIX_CLIP_L "text_encoders.clip_l.transformer."
+#define PREFIX_CLIP_G "text_encoders.clip_g.transformer."
+#define PREFIX_VAE    "vae."
+#define PREFIX_TAESD  "tae."
 
 void sdc_context_params_init(sdc_context_params *p) {
     memset(p, 0, sizeof *p);
@@ -65,23 +70,28 @@ static sdc_status copy_params(const sdc_context_params *in, sdc_context_params *
 }
 
 /* Files whose family does not use them would be silently ignored: refuse instead. */
-static sdc_status check_unused_components(const sdc_context_params *p, const char *family) {
+static sdc_status check_unused_components(const sdc_context_params *p, const sdc_family_desc *d) {
     const struct {
         const char *path, *flag;
+        sdc_role role;
     } parts[] = {
-        {p->clip_l_path, "--clip_l"},
-        {p->clip_g_path, "--clip_g"},
-        {p->clip_vision_path, "--clip_vision"},
-        {p->llm_path, "--llm"},
-        {p->llm_vision_path, "--llm_vision"},
-        {p->vae_path, "--vae"},
-        {p->taesd_path, "--taesd"},
-        {p->control_net_path, "--control-net"},
+        {p->clip_l_path, "--clip_l", SDC_ROLE_CLIP_L},
+        {p->clip_g_path, "--clip_g", SDC_ROLE_CLIP_G},
+        {p->clip_vision_path, "--clip_vision", SDC_ROLE_CLIP_VISION},
+        {p->llm_path, "--llm", SDC_ROLE_LLM},
+        {p->llm_vision_path, "--llm_vision", SDC_ROLE_LLM_VISION},
+        {p->vae_path, "--vae", SDC_ROLE_VAE},
+        {p->taesd_path, "--taesd", SDC_ROLE_TAESD},
+        {p->control_net_path, "--control-net", SDC_ROLE_COUNT},
     };
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (parts[i].path)
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (!parts[i].path) continue;
+        bool used = false;
+        for (int c = 0; c < d->n_components; c++) used |= d->components[c].role == parts[i].role;
+        if (!used)
             return sdc_fail(SDC_ERR_UNSUPPORTED, "%s: %s does not use this component (%s)",
-                            parts[i].flag, family, parts[i].path);
+                            parts[i].flag, d->name, parts[i].path);
+    }
     if (p->upscale_model_path)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "--upscale-model: ESRGAN upscaling is not implemented yet");
@@ -106,7 +116,9 @@ static sdc_status check_options(const sdc_context_params *p, const sdc_family_de
                             "give a wrong image",
                             p->prediction, fam, sdc_prediction_name(def.prediction));
     }
-    if (p->embeddings_dir)
+    bool has_clip = false;
+    for (int c = 0; c < d->n_components; c++) has_clip |= d->components[c].role == SDC_ROLE_CLIP_L;
+    if (p->embeddings_dir && !has_clip)
         SDC_LOGW("--embd-dir: textual-inversion embeddings do not apply to %s (no CLIP text "
                  "encoder); ignored",
                  fam);
@@ -144,6 +156,15 @@ static sdc_status open_files(sdc_context *ctx, const sdc_context_params *p) {
             return s;
         ctx->t5_file = sdc_loader_file_count(ctx->weights) - 1;
     }
+    const struct {
+        const char *path, *prefix;
+    } more[] = {{p->clip_l_path, PREFIX_CLIP_L},
+                {p->clip_g_path, PREFIX_CLIP_G},
+                {p->vae_path, PREFIX_VAE},
+                {p->taesd_path, PREFIX_TAESD}};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        if (more[i].path && (s = add_file(ctx, more[i].path, more[i].prefix, NULL, 0)) != SDC_OK)
+            return s;
     return SDC_OK;
 }
 
@@ -398,7 +419,7 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     if ((s = detect_family(ctx)) != SDC_OK) goto fail;
     if (p.auto_fit && (s = auto_fit(ctx, &p)) != SDC_OK) goto fail;
     sdc_family_load_fn load = sdc_family_loader(ctx->family);
-    if ((s = check_unused_components(&p, ctx->family_desc->name)) != SDC_OK ||
+    if ((s = check_unused_components(&p, ctx->family_desc)) != SDC_OK ||
         (s = check_options(&p, ctx->family_desc, &ctx->placement.module[SDC_MODULE_DIFFUSION])) !=
             SDC_OK)
         goto fail;

@@ -26,8 +26,8 @@ static sdc_status identity_copy(const float *src, int width, int height, float *
 }
 
 static sdc_status identity_encode(void *self, const sdc_stage_env *env, const float *pixels,
-                                  int width, int height, float *latent) {
-    (void)self, (void)env;
+                                  int width, int height, const float *noise, float *latent) {
+    (void)self, (void)env, (void)noise;
     return identity_copy(pixels, width, height, latent);
 }
 

@@ -34,11 +34,19 @@ typedef struct sdc_cond {
 
 void sdc_cond_free(sdc_cond *c);
 
+/* What one encode call is asked for. */
+typedef struct sdc_cond_args {
+    const char *prompt;
+    bool uncond;       /* the unconditional branch for CFG (families decide what it is: the
+                        * negative prompt, or a learned null condition) */
+    int clip_skip;     /* --clip-skip, <= 0: the family's default */
+    int width, height; /* the image (SDXL's size conditioning) */
+} sdc_cond_args;
+
 typedef struct sdc_conditioner {
     void *self;
-    /* prompt -> conditioning; uncond = the unconditional branch for CFG (families
-     * decide what it is: the negative prompt, or a learned null condition). */
-    sdc_status (*encode)(void *self, const sdc_stage_env *env, const char *prompt, bool uncond,
+    bool uses_clip_skip; /* the family has a CLIP text encoder that --clip-skip applies to */
+    sdc_status (*encode)(void *self, const sdc_stage_env *env, const sdc_cond_args *a,
                          sdc_cond *out);
     /* Called once the conditioning phase is over (family caches; the context drops
      * the module's weight pages itself). NULL: nothing to do. */
@@ -52,6 +60,10 @@ typedef struct sdc_diffusion {
     /* The family's own schedule when it fixes one (MiniT2I: linear 1 -> 0), else NULL
      * and the scheduler flag applies. Fills steps+1 values. */
     void (*fixed_sigmas)(int steps, float *out);
+    /* The training schedule stored with the weights (LDM checkpoints' alphas_cumprod),
+     * n_alphas values, or NULL: the prediction type's own. */
+    const float *alphas_cumprod;
+    int n_alphas;
     /* Per-prompt work of the diffusion model, once per prompt before sampling (MiniT2I:
      * its text preamble): rewrites c in place. NULL: none. */
     sdc_status (*prepare_cond)(void *self, const sdc_stage_env *env, sdc_cond *c);
@@ -65,9 +77,10 @@ typedef struct sdc_first_stage {
     void *self;
     int channels;  /* latent channels */
     int downscale; /* pixels per latent cell (1: pixel space) */
-    /* pixels: planar [3][H][W] in [-1, 1]; latent: [channels][H/ds][W/ds] */
+    /* pixels: planar [3][H][W] in [-1, 1]; latent: [channels][H/ds][W/ds]. noise (same
+     * size as latent, or NULL for the mean) samples a VAE's posterior. */
     sdc_status (*encode)(void *self, const sdc_stage_env *env, const float *pixels, int width,
-                         int height, float *latent);
+                         int height, const float *noise, float *latent);
     sdc_status (*decode)(void *self, const sdc_stage_env *env, const float *latent, int width,
                          int height, float *pixels);
     void (*end_phase)(void *self);

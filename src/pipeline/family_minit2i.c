@@ -43,9 +43,11 @@ static void family_free(void *state) {
 
 /* prompt -> T5 states of its real tokens ([n_tokens][d_model]); uncond: no tokens at
  * all (the DiT's text preamble turns both into its text stream, prepare_text). */
-static sdc_status cond_encode(void *self, const sdc_stage_env *env, const char *prompt, bool uncond,
+static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_cond_args *a,
                               sdc_cond *out) {
     minit2i_family *f = self;
+    const char *prompt = a->prompt;
+    bool uncond = a->uncond;
     const sdc_minit2i_config *mc = sdc_minit2i_get_config(f->dit);
     const sdc_t5_config *tc = sdc_t5_get_config(f->t5);
     int L = mc->prompt_len;

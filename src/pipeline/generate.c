@@ -113,7 +113,7 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
     if (p->init_image && !(p->strength > 0.0f && p->strength <= 1.0f))
         return sdc_fail(SDC_ERR_INVALID_ARG, "strength must be in (0, 1] (got %g)",
                         (double)p->strength);
-    if (p->clip_skip > 0)
+    if (p->clip_skip > 0 && !ctx->m.cond.uses_clip_skip)
         SDC_LOGW("--clip-skip does not apply to %s (it has no CLIP text encoder); ignored",
                  sdc_model_family_name(ctx->family));
     if (isfinite(p->guidance))
@@ -133,6 +133,8 @@ static sdc_status make_schedule(sdc_context *ctx, const sdc_generate_params *p,
                                 int *n_sigmas) {
     const sdc_diffusion *dm = &ctx->m.diffusion;
     sdc_status s = sdc_denoiser_init(den, dm->prediction);
+    if (s == SDC_OK && dm->alphas_cumprod)
+        s = sdc_denoiser_set_alphas_cumprod(den, dm->alphas_cumprod, dm->n_alphas);
     if (s == SDC_OK && isfinite(ctx->flow_shift)) {
         if (!sdc_denoiser_is_flow(den))
             SDC_LOGW("--flow-shift does not apply to %s; ignored",
@@ -195,7 +197,26 @@ static void gen_state_free(gen_state *g) {
     free(g->keep);
 }
 
-static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_state *g) {
+/* img2img: the init image's latent. A VAE posterior is sampled with the base seed's
+ * first draw, the same tensor the first image's initial noise is (sd.cpp re-seeds). */
+static sdc_status encode_init(sdc_context *ctx, const sdc_generate_params *p, gen_state *g,
+                              uint64_t seed) {
+    size_t bytes = (size_t)g->shape.n * sizeof(float);
+    if (!(g->init = malloc(bytes))) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
+    sdc_rng *rng = NULL;
+    sdc_status s = sdc_rng_create(g->rng_type, seed, &rng);
+    if (s == SDC_OK) s = sdc_rng_randn(rng, g->noise, g->shape.n);
+    sdc_rng_free(rng);
+    if (s == SDC_OK) s = sdc_stage_encode_image(ctx, p->init_image, &g->shape, g->noise, g->init);
+    if (s != SDC_OK || !p->mask_image) return s;
+    g->keep = malloc((size_t)g->shape.width * g->shape.height * sizeof(float));
+    if (!g->keep) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
+    sdc_stage_mask_to_keep(p->mask_image, ctx->m.first_stage.downscale, &g->shape, g->keep);
+    return SDC_OK;
+}
+
+static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_state *g,
+                          uint64_t seed) {
     sdc_status s = sdc_rng_type_from_name(p->rng ? p->rng : "cuda", &g->rng_type);
     if (s != SDC_OK) return s;
     g->sampler_rng_type = g->rng_type;
@@ -213,17 +234,7 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
     g->x = malloc(bytes);
     g->noise = malloc(bytes);
     if (!g->x || !g->noise) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
-    if (p->init_image) {
-        if (!(g->init = malloc(bytes)))
-            return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
-        if ((s = sdc_stage_encode_image(ctx, p->init_image, &g->shape, g->init)) != SDC_OK)
-            return s;
-        if (p->mask_image) {
-            g->keep = malloc((size_t)g->shape.width * g->shape.height * sizeof(float));
-            if (!g->keep) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
-            sdc_stage_mask_to_keep(p->mask_image, ctx->m.first_stage.downscale, &g->shape, g->keep);
-        }
-    }
+    if (p->init_image && (s = encode_init(ctx, p, g, seed)) != SDC_OK) return s;
     double t0 = sdc_now_seconds();
     if ((s = sdc_stage_condition(ctx, p, p->cfg_scale != 1.0f, &g->cond, &g->uncond)) != SDC_OK)
         return s;
@@ -281,8 +292,8 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *param
     sdc_image *imgs = calloc((size_t)p.batch_count, sizeof(sdc_image));
     if (!imgs) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
     gen_state g = {0};
-    s = prepare(ctx, &p, &g);
     int64_t base_seed = p.seed < 0 ? (int64_t)random_seed() : p.seed;
+    s = prepare(ctx, &p, &g, (uint64_t)base_seed);
     for (int b = 0; b < p.batch_count && s == SDC_OK; b++) {
         s = generate_one(ctx, &p, &g, (uint64_t)(base_seed + b), &imgs[b]);
         if (s == SDC_OK) *count = b + 1;

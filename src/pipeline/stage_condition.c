@@ -24,14 +24,19 @@ static sdc_status check_cond(const sdc_cond *c, const char *which) {
 sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, bool need_uncond,
                                sdc_cond *cond, sdc_cond *uncond) {
     const sdc_conditioner *c = &ctx->m.cond;
-    sdc_status s = c->encode(c->self, &ctx->env_cond, p->prompt ? p->prompt : "", false, cond);
+    sdc_cond_args a = {.prompt = p->prompt ? p->prompt : "",
+                       .clip_skip = p->clip_skip,
+                       .width = p->width,
+                       .height = p->height};
+    sdc_status s = c->encode(c->self, &ctx->env_cond, &a, cond);
     if (s == SDC_OK && cond->n_dropped > 0)
         SDC_LOGW("the prompt is longer than the model reads: %d tokens dropped (kept %d)",
                  cond->n_dropped, cond->n_tokens);
     if (s == SDC_OK) s = check_cond(cond, "prompt");
     if (s == SDC_OK && need_uncond) {
-        s = c->encode(c->self, &ctx->env_cond, p->negative_prompt ? p->negative_prompt : "", true,
-                      uncond);
+        a.prompt = p->negative_prompt ? p->negative_prompt : "";
+        a.uncond = true;
+        s = c->encode(c->self, &ctx->env_cond, &a, uncond);
         if (s == SDC_OK) s = check_cond(uncond, "unconditional branch");
     }
     if (c->end_phase) c->end_phase(c->self);

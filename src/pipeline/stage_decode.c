@@ -32,13 +32,14 @@ static void to_rgb(const float *x, int w, int h, uint8_t *rgb) {
 }
 
 sdc_status sdc_stage_encode_image(sdc_context *ctx, const sdc_image *img,
-                                  const sdc_latent_shape *shape, float *latent) {
+                                  const sdc_latent_shape *shape, const float *noise,
+                                  float *latent) {
     float *pixels = malloc((size_t)3 * img->width * img->height * sizeof(float));
     if (!pixels) return sdc_fail(SDC_ERR_NO_MEMORY, "init image: out of memory");
     from_rgb(img, pixels);
     const sdc_first_stage *fs = &ctx->m.first_stage;
     sdc_status s = fs->encode(fs->self, &ctx->env_first_stage, pixels, (int)img->width,
-                              (int)img->height, latent);
+                              (int)img->height, noise, latent);
     free(pixels);
     if (s == SDC_OK && sdc_first_non_finite(latent, shape->n) >= 0)
         s = sdc_fail(SDC_ERR_FORMAT, "init image: the first stage's encoding is not finite");
