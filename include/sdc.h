@@ -139,6 +139,13 @@ typedef struct sdc_context_params {
      * budgets (--max-vram); --backend, --params-backend and the *-on-cpu shorthands are then
      * ignored with a warning (docs/devices.md) */
     bool auto_fit;
+    /* CLIP families (SD1/SD2/SDXL) */
+    const char *clip_tokenizer_path; /* --clip-tokenizer: vocab.json, merges.txt, tokenizer.json
+                                      * or bpe_simple_vocab_16e6.txt.gz; NULL = found */
+    bool taesd_preview_only;         /* --taesd-preview-only: TAESD for previews, VAE decodes */
+    const char *vae_tile_size;       /* --vae-tile-size "X" or "XxY" latent cells, NULL = 32 */
+    const char *vae_relative_tile_size; /* --vae-relative-tile-size "0.5x0.5", NULL = none */
+    float vae_tile_overlap;             /* --vae-tile-overlap, NAN = 0.5 */
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);

@@ -38,6 +38,7 @@ void sdc_context_params_init(sdc_context_params *p) {
     p->n_threads = -1;
     p->weight_type = -1;
     p->flow_shift = NAN;
+    p->vae_tile_overlap = NAN;
 }
 
 static const char *base_name(const char *path) {
@@ -110,7 +111,9 @@ static sdc_status check_options(const sdc_context_params *p, const sdc_family_de
         if (s != SDC_OK) return s;
         sdc_family_defaults def;
         sdc_registry_defaults(d, NULL, &def);
-        if (want != def.prediction)
+        bool unet = d->family == SDC_FAMILY_SD1 || d->family == SDC_FAMILY_SD2 ||
+                    d->family == SDC_FAMILY_SDXL; /* fine-tunes change it: sd.cpp allows any */
+        if (want != def.prediction && !unet)
             return sdc_fail(SDC_ERR_UNSUPPORTED,
                             "--prediction %s: %s is a %s model; another prediction type would "
                             "give a wrong image",
@@ -128,6 +131,10 @@ static sdc_status check_options(const sdc_context_params *p, const sdc_family_de
         SDC_LOGW("--vae-on-cpu: %s works in pixel space and has no VAE; ignored", fam);
     if (p->vae_tiling && pixel)
         SDC_LOGW("--vae-tiling: %s works in pixel space and has no VAE; ignored", fam);
+    if (pixel && (p->vae_tile_size || p->vae_relative_tile_size || isfinite(p->vae_tile_overlap)))
+        SDC_LOGW("--vae-tile-*: %s works in pixel space and has no VAE; ignored", fam);
+    if (pixel && p->taesd_preview_only)
+        SDC_LOGW("--taesd-preview-only: %s works in pixel space and has no TAESD; ignored", fam);
     if (p->diffusion_flash_attn)
         SDC_LOGW("--diffusion-fa: attention is always fused (flash-style) here; nothing to "
                  "switch on");

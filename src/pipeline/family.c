@@ -15,6 +15,12 @@ sdc_family_load_fn sdc_family_loader(sdc_model_family f) {
     switch (f) {
     case SDC_FAMILY_MINIT2I:
         return sdc_family_load_minit2i;
+    case SDC_FAMILY_SD1:
+        return sdc_family_load_sd1;
+    case SDC_FAMILY_SD2:
+        return sdc_family_load_sd2;
+    case SDC_FAMILY_SDXL:
+        return sdc_family_load_sdxl;
     default:
         return NULL;
     }

@@ -38,7 +38,7 @@ STATUS = r"""
 --convert-name | note | cli | none | - | convert_name | - | cli | - | - | convert tensor names (convert mode; MiniT2I and T5 files already use sd.cpp's names)
 --verbose | works | cli | none | - | verbose | - | both | - | - | print extra information
 --color | works | cli | none | - | color | - | cli | - | - | colour the warning/error tags of log lines
---taesd-preview-only | warning | cli | none | - | - | - | cli | - | - | previews never replace the final decode in sdc; ignored
+--taesd-preview-only | lib | library | none | - | ctx.taesd_preview_only | - | cli | - | - | with --taesd: TAESD draws only the previews, the VAE decodes the image
 --preview-noisy | warning | cli | none | - | - | - | cli | - | - | previews of the noisy input are not supported yet (previews show the current state); ignored
 --metadata-raw | warning | cli | none | - | - | - | cli | - | - | -M metadata prints only the parameters text so far; ignored
 --metadata-brief | warning | cli | none | - | - | - | cli | - | - | -M metadata prints only the parameters text so far; ignored
@@ -158,7 +158,7 @@ STATUS = r"""
 --ip-adapter-strength | warning | cli | float | 1 | - | - | both | - | X | applies to IP-Adapter, which is not supported yet; ignored
 --moe-boundary | warning | cli | float | 0.875 | - | - | both | - | X | applies to Wan2.2 MoE models, which are not supported yet; ignored
 --vace-strength | warning | cli | float | 1 | - | - | both | - | X | applies to Wan VACE, which is not supported yet; ignored
---vae-tile-overlap | warning | cli | float | 0.5 | - | - | both | - | X | VAE tile sizes are chosen by sdc; ignored
+--vae-tile-overlap | lib | library | float | 0.5 | ctx.vae_tile_overlap | - | both | - | X | overlap of neighbouring VAE tiles, as a fraction of a tile (default 0.5)
 --hires-scale | warning | cli | float | 2 | - | - | both | - | X | applies to hires fix (--hires), which is not supported yet; ignored
 --hires-denoising-strength | warning | cli | float | 0.7 | - | - | both | - | X | applies to hires fix (--hires), which is not supported yet; ignored
 --increase-ref-index | warning | cli | none | - | - | - | both | - | - | applies to reference images (-r), which are not supported yet; ignored
@@ -186,10 +186,11 @@ STATUS = r"""
 --cache-option | warning | cli | string | threshold=0.25 | - | - | both | - | LIST | applies to --cache-mode, which is not supported yet; ignored
 --scm-mask | warning | cli | string | 1,1,0 | - | - | both | - | LIST | applies to --cache-mode, which is not supported yet; ignored
 --scm-policy | warning | cli | name | dynamic | - | CHOICE:dynamic,static | both | - | POLICY | applies to --cache-mode, which is not supported yet; ignored
---vae-tile-size | warning | cli | sizes | 32x32 | - | TILE_SIZE | both | - | XxY | VAE tile sizes are chosen by sdc; ignored
---vae-relative-tile-size | warning | cli | sizes | 0.5x0.5 | - | TILE_SIZE | both | - | XxY | VAE tile sizes are chosen by sdc; ignored
+--vae-tile-size | lib | library | sizes | 32x32 | ctx.vae_tile_size | TILE_SIZE | both | - | XxY | VAE tile size in latent cells (default 32x32)
+--vae-relative-tile-size | lib | library | sizes | 0.5x0.5 | ctx.vae_relative_tile_size | TILE_SIZE | both | - | XxY | VAE tile size as a fraction of the latent (or in cells when > 1); overrides --vae-tile-size
 --prompt-file | works | cli | path | @TXT | gen.prompt | PROMPT_FILE | both | - | PATH | read the prompt from this file
 --negative-prompt-file | works | cli | path | @TXT | gen.negative_prompt | NEG_PROMPT_FILE | both | - | PATH | read the negative prompt from this file
+@own --clip-tokenizer | works | cli | path | @TOK | ctx.clip_tokenizer_path | - | both | - | PATH | CLIP tokenizer (vocab.json, merges.txt, tokenizer.json or bpe_simple_vocab_16e6.txt.gz; default: found next to the model)
 @own --t5-tokenizer | works | cli | path | @TOK | ctx.t5_tokenizer_path | - | both | - | PATH | T5 tokenizer (tokenizer.json or spiece.model; default: found next to the T5)
 @own --cpu-devices | works | library | int | 2 | cpu_devices | CPU_DEVICES | both | - | N | split the CPU into N devices cpu0..cpuN-1 (for placement and splits)
 @own --version | works | cli | none | - | - | VERSION | both | - | - | print the version and exit
@@ -406,7 +407,8 @@ LIB_EXPECT = {
     "--offload-to-cpu": "warning", "--clip-on-cpu": "ok", "--vae-on-cpu": "warning",
     "--diffusion-fa": "warning", "--prediction": "error", "--clip-skip": "warning",
     "--img-cfg-scale": "error", "--guidance": "error", "--flow-shift": "warning",
-    "--vae-tiling": "warning",
+    "--vae-tiling": "warning", "--vae-tile-size": "warning", "--vae-relative-tile-size": "warning",
+    "--vae-tile-overlap": "warning", "--taesd-preview-only": "warning",
 }
 
 if __name__ == "__main__":

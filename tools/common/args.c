@@ -305,7 +305,8 @@ static bool apply(sdc_cli_args *a, int k, const char *opt, const char *v) {
     case O_SKIP_LAYERS:
         return parse_layers(a, opt, v);
     case O_TILE_SIZE:
-        return parse_tile_size(a, opt, v);
+        if (!parse_tile_size(a, opt, v)) return false;
+        break; /* stored as given */
     case O_STRENGTH:
         if (!parse_float(a, opt, v, &f32)) return false;
         if (!(f32 > 0.0f && f32 <= 1.0f)) return fail(a, "%s must be in (0, 1] (got %s)", opt, v);

@@ -1,0 +1,568 @@
+/* Stable Diffusion 1.x, 2.x and SDXL in the pipeline's roles: the conditioner is one or
+ * two CLIP text encoders (sd.cpp's prompt syntax: emphasis, BREAK, 77-token chunks,
+ * textual inversion), the diffusion model is the LDM UNet (eps or v, the checkpoint's own
+ * alphas_cumprod), the first stage the AutoencoderKL (tiled on request) or TAESD. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "io/model_loader.h"
+#include "models/clip_text.h"
+#include "models/taesd.h"
+#include "models/unet.h"
+#include "models/vae_kl.h"
+#include "models/vae_tiling.h"
+#include "pipeline/clip_tokenizer_source.h"
+#include "pipeline/family.h"
+#include "text/clip_prompt.h"
+#include "text/clip_tokenizer.h"
+
+#define P_UNET     "model.diffusion_model."
+#define CLIP_CHUNK 77
+
+typedef struct sd_clip {
+    sdc_clip_text *model;
+    sdc_clip_tokenizer *tok;
+    int32_t pad_id;   /* what chunks are padded with */
+    bool final_ln;    /* hidden states through the final layer norm */
+    int default_skip; /* clip skip when --clip-skip is not given */
+    bool pooled;      /* this encoder gives the pooled vector (SDXL: clip_g) */
+} sd_clip;
+
+typedef struct sd_family {
+    sdc_model_family fam;
+    sdc_loader *weights;
+    sdc_weight_source ws;
+    sdc_unet *unet;
+    sd_clip clip[2];
+    int n_clip;
+    int ctx_dim;    /* the encoders' widths together (SDXL: 768 + 1280) */
+    int pooled_dim; /* 0: no pooled vector */
+    int adm;        /* UNet vector input width (SDXL 2816), 0: none */
+    sdc_vae *vae;
+    sdc_taesd *taesd;
+    bool decode_with_taesd;
+    float scale; /* diffusion latent = scale * VAE latent */
+    float *alphas;
+    int n_alphas;
+    const char *embd_dir;
+    int n_threads;
+    /* VAE tiling as sd-cli's flags ask */
+    bool tiling_on;
+    const char *tile_size, *tile_relative;
+    float tile_overlap;
+    /* the CFG batch's contexts [2][n_ctx][ctx_dim], and which conds they hold */
+    float *batch_ctx, *batch_y;
+    size_t batch_n, batch_len[2];
+    const float *batch_src[2];
+} sd_family;
+
+static sdc_tensor *find_weight(void *user, const char *name) {
+    return sdc_loader_find((sdc_loader *)user, name);
+}
+
+static void family_free(void *state) {
+    sd_family *f = state;
+    if (!f) return;
+    for (int i = 0; i < 2; i++) {
+        sdc_clip_text_free(f->clip[i].model);
+        sdc_clip_tokenizer_free(f->clip[i].tok);
+    }
+    sdc_unet_free(f->unet);
+    sdc_vae_free(f->vae);
+    sdc_taesd_free(f->taesd);
+    free(f->alphas);
+    free(f->batch_ctx);
+    free(f->batch_y);
+    free(f);
+}
+
+/* ---- conditioner ---- */
+
+/* One chunk of ids through every encoder: hidden [77][ctx_dim] (the encoders' widths
+ * side by side), pooled (SDXL: clip_g's, NULL when not wanted). */
+static sdc_status encode_chunk(sd_family *f, const sdc_stage_env *env, const int32_t *ids,
+                               int clip_skip, sdc_clip_embedding *const *embd, const int *n_embd,
+                               float *hidden, float *pooled) {
+    int off = 0;
+    float *tmp = NULL;
+    sdc_status s = SDC_OK;
+    for (int e = 0; e < f->n_clip && s == SDC_OK; e++) {
+        const sd_clip *c = &f->clip[e];
+        const sdc_clip_text_config *cc = sdc_clip_text_get_config(c->model);
+        int skip = clip_skip > 0 ? clip_skip : c->default_skip;
+        if (skip > cc->n_layers) skip = cc->n_layers;
+        float *extra = NULL;
+        int n_extra = n_embd[e], rows = 0;
+        for (int k = 0; k < n_embd[e]; k++) rows += embd[e][k].n_vectors;
+        if (rows) {
+            extra = malloc((size_t)rows * cc->hidden * sizeof(float));
+            if (!extra) return sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+            size_t at = 0;
+            for (int k = 0; k < n_embd[e]; k++) {
+                size_t m = (size_t)embd[e][k].n_vectors * cc->hidden;
+                memcpy(extra + at, embd[e][k].data, m * sizeof(float));
+                at += m;
+            }
+            n_extra = rows;
+        }
+        tmp = realloc(tmp, (size_t)CLIP_CHUNK * cc->hidden * sizeof(float));
+        if (!tmp) {
+            free(extra);
+            return sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+        }
+        s = sdc_clip_text_encode(c->model, env->backend, ids, CLIP_CHUNK, skip, c->final_ln, extra,
+                                 n_extra, tmp, c->pooled && pooled ? pooled : NULL, env->eval_cb,
+                                 env->eval_user);
+        free(extra);
+        for (int r = 0; r < CLIP_CHUNK && s == SDC_OK; r++)
+            memcpy(hidden + (size_t)r * f->ctx_dim + off, tmp + (size_t)r * cc->hidden,
+                   (size_t)cc->hidden * sizeof(float));
+        off += cc->hidden;
+    }
+    free(tmp);
+    return s;
+}
+
+/* LDM's sinusoidal embedding of one scalar: [cos(t f_i) | sin(t f_i)], dim values. */
+static void size_embedding(float t, int dim, float *out) {
+    int half = dim / 2;
+    for (int i = 0; i < half; i++) {
+        float freq = expf(-logf(10000.0f) * (float)i / (float)half);
+        out[i] = cosf(t * freq);
+        out[half + i] = sinf(t * freq);
+    }
+}
+
+/* SDXL's vector input: pooled text, then original size, crop and target size. */
+static void sdxl_vector(const float *pooled, int n_pooled, int width, int height, float *y) {
+    memcpy(y, pooled, (size_t)n_pooled * sizeof(float));
+    float v[6] = {(float)height, (float)width, 0.0f, 0.0f, (float)height, (float)width};
+    for (int i = 0; i < 6; i++) size_embedding(v[i], 256, y + n_pooled + 256 * i);
+}
+
+static sdc_status load_embeddings(sd_family *f, const char *prompt, sdc_clip_embedding **embd,
+                                  int *n_embd) {
+    for (int e = 0; e < f->n_clip; e++) {
+        embd[e] = NULL;
+        n_embd[e] = 0;
+    }
+    if (!f->embd_dir) return SDC_OK;
+    for (int e = 0; e < f->n_clip; e++) {
+        const sdc_clip_text_config *cc = sdc_clip_text_get_config(f->clip[e].model);
+        const char *key = f->n_clip == 2 ? (e == 0 ? "clip_l" : "clip_g") : NULL;
+        sdc_status s = sdc_clip_embeddings_load(f->embd_dir, prompt, cc->hidden, key, &embd[e],
+                                                &n_embd[e]);
+        if (s != SDC_OK) return s;
+    }
+    return SDC_OK;
+}
+
+static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_cond_args *a,
+                              sdc_cond *out) {
+    sd_family *f = self;
+    memset(out, 0, sizeof *out);
+    char *clean = NULL;
+    sdc_prompt_lora *loras = NULL;
+    int n_loras = 0;
+    sdc_status s = sdc_prompt_extract_loras(a->prompt, &clean, &loras, &n_loras);
+    if (s != SDC_OK) return s;
+    if (n_loras > 0) {
+        s = sdc_fail(SDC_ERR_UNSUPPORTED,
+                     "prompt: <lora:%s:%g>: LoRA is not supported yet (remove the tag to run "
+                     "without it)",
+                     loras[0].name, (double)loras[0].weight);
+        sdc_prompt_loras_free(loras, n_loras);
+        free(clean);
+        return s;
+    }
+    sdc_clip_embedding *embd[2] = {NULL, NULL};
+    int n_embd[2] = {0, 0};
+    sdc_clip_tokens tk = {0};
+    s = load_embeddings(f, clean, embd, n_embd);
+    if (s == SDC_OK)
+        s = sdc_clip_prompt_tokens(f->clip[0].tok, clean, f->clip[0].pad_id, embd[0], n_embd[0],
+                                   &tk);
+    bool zero = f->fam == SDC_FAMILY_SDXL && a->uncond && !*clean; /* sd.cpp: zeros */
+    float *pooled = NULL;
+    if (s == SDC_OK) {
+        out->n_ctx = tk.n_chunks * CLIP_CHUNK;
+        out->ctx_dim = f->ctx_dim;
+        out->n_tokens = tk.n_tokens;
+        out->ctx = calloc((size_t)out->n_ctx * f->ctx_dim, sizeof(float));
+        if (f->pooled_dim) pooled = calloc((size_t)f->pooled_dim, sizeof(float));
+        if (!out->ctx || (f->pooled_dim && !pooled))
+            s = sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+    }
+    for (int k = 0; k < tk.n_chunks && s == SDC_OK && !zero; k++) {
+        float *h = out->ctx + (size_t)k * CLIP_CHUNK * f->ctx_dim;
+        s = encode_chunk(f, env, tk.ids + k * CLIP_CHUNK, a->clip_skip, embd, n_embd, h,
+                         k == 0 ? pooled : NULL);
+        if (s == SDC_OK)
+            sdc_clip_apply_weights(h, CLIP_CHUNK, f->ctx_dim, tk.weights + k * CLIP_CHUNK);
+    }
+    if (s == SDC_OK && f->adm) {
+        out->n_pooled = f->adm;
+        out->pooled = malloc((size_t)f->adm * sizeof(float));
+        if (!out->pooled) s = sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+        else sdxl_vector(pooled, f->pooled_dim, a->width, a->height, out->pooled);
+    }
+    free(pooled);
+    for (int e = 0; e < 2; e++) sdc_clip_embeddings_free(embd[e], n_embd[e]);
+    sdc_clip_tokens_free(&tk);
+    free(clean);
+    if (s != SDC_OK) sdc_cond_free(out);
+    return s;
+}
+
+/* ---- diffusion ---- */
+
+static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float *x, int B,
+                               int width, int height, float timestep, const sdc_cond *const *conds,
+                               float *out) {
+    sd_family *f = self;
+    const sdc_unet_config *uc = sdc_unet_get_config(f->unet);
+    int w = width / 8, h = height / 8;
+    size_t plane_in = (size_t)uc->in_channels * w * h, plane_out = (size_t)uc->out_channels * w * h;
+    for (int b = 0; b < B; b++)
+        if (conds[b]->ctx_dim != uc->context_dim || (uc->adm_in_channels &&
+                                                     conds[b]->n_pooled != uc->adm_in_channels))
+            return sdc_fail(SDC_ERR_INTERNAL, "sd: conditioning %dx%d does not fit the UNet",
+                            conds[b]->n_ctx, conds[b]->ctx_dim);
+    float t[2] = {timestep, timestep};
+    if (B == 2 && conds[0]->n_ctx == conds[1]->n_ctx) { /* one batch of 2 */
+        size_t n = (size_t)conds[0]->n_ctx * uc->context_dim;
+        if (f->batch_n < n) {
+            free(f->batch_ctx);
+            f->batch_src[0] = f->batch_src[1] = NULL;
+            if (!(f->batch_ctx = malloc(2 * n * sizeof(float))))
+                return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+            f->batch_n = n;
+        }
+        for (int b = 0; b < 2; b++) {
+            if (f->batch_src[b] != conds[b]->ctx || f->batch_len[b] != n) {
+                memcpy(f->batch_ctx + b * n, conds[b]->ctx, n * sizeof(float));
+                f->batch_src[b] = conds[b]->ctx;
+                f->batch_len[b] = n;
+            }
+            if (uc->adm_in_channels)
+                memcpy(f->batch_y + (size_t)b * uc->adm_in_channels, conds[b]->pooled,
+                       (size_t)uc->adm_in_channels * sizeof(float));
+        }
+        return sdc_unet_forward(f->unet, env->backend, x, 2, w, h, t, f->batch_ctx,
+                                conds[0]->n_ctx, uc->adm_in_channels ? f->batch_y : NULL, out,
+                                env->eval_cb, env->eval_user);
+    }
+    for (int b = 0; b < B; b++) {
+        sdc_status s = sdc_unet_forward(f->unet, env->backend, x + b * plane_in, 1, w, h, t,
+                                        conds[b]->ctx, conds[b]->n_ctx, conds[b]->pooled,
+                                        out + b * plane_out, env->eval_cb, env->eval_user);
+        if (s != SDC_OK) return s;
+    }
+    return SDC_OK;
+}
+
+/* ---- first stage ---- */
+
+typedef struct tile_job {
+    sd_family *f;
+    const sdc_stage_env *env;
+    bool decode;
+} tile_job;
+
+static sdc_status tile_run(void *user, const float *in, int tw, int th, float *out) {
+    tile_job *j = user;
+    if (j->decode)
+        return sdc_vae_decode(j->f->vae, j->env->backend, in, tw, th, out, j->env->eval_cb,
+                              j->env->eval_user);
+    return sdc_vae_encode(j->f->vae, j->env->backend, in, tw, th, out, j->env->eval_cb,
+                          j->env->eval_user);
+}
+
+static sdc_status vae_run(sd_family *f, const sdc_stage_env *env, bool decode, const float *in,
+                          int w, int h, float *out) {
+    const sdc_vae_config *vc = sdc_vae_get_config(f->vae);
+    tile_job j = {f, env, decode};
+    if (!f->tiling_on) return tile_run(&j, in, w, h, out);
+    sdc_tiling t;
+    /* tile sizes count latent cells, also when encoding pixels */
+    int lw = decode ? w : w / 8, lh = decode ? h : h / 8;
+    sdc_status s = sdc_tiling_from_flags(f->tile_size, f->tile_relative, f->tile_overlap, lw, lh, &t);
+    if (s != SDC_OK) return s;
+    if (!decode) {
+        t.tile_w *= 8;
+        t.tile_h *= 8;
+    }
+    return sdc_tiled_apply(in, decode ? vc->z_channels : 3, w, h,
+                           decode ? 3 : 2 * vc->z_channels, decode ? 8 : 1, decode ? 1 : 8, &t,
+                           tile_run, &j, out);
+}
+
+static sdc_status fs_encode(void *self, const sdc_stage_env *env, const float *pixels, int width,
+                            int height, const float *noise, float *latent) {
+    sd_family *f = self;
+    int w = width / 8, h = height / 8;
+    size_t plane = (size_t)w * h;
+    if (!f->vae)
+        return sdc_taesd_encode(f->taesd, env->backend, pixels, width, height, latent, env->eval_cb,
+                                env->eval_user);
+    const sdc_vae_config *vc = sdc_vae_get_config(f->vae);
+    float *moments = malloc(2 * (size_t)vc->z_channels * plane * sizeof(float));
+    if (!moments) return sdc_fail(SDC_ERR_NO_MEMORY, "vae encode: out of memory");
+    sdc_status s = vae_run(f, env, false, pixels, width, height, moments);
+    for (size_t i = 0; s == SDC_OK && i < (size_t)vc->z_channels * plane; i++) {
+        float mean = moments[i], logvar = moments[(size_t)vc->z_channels * plane + i];
+        logvar = logvar < -30.0f ? -30.0f : logvar > 20.0f ? 20.0f : logvar;
+        float z = noise ? mean + expf(0.5f * logvar) * noise[i] : mean;
+        latent[i] = z * f->scale;
+    }
+    free(moments);
+    return s;
+}
+
+static sdc_status fs_decode(void *self, const sdc_stage_env *env, const float *latent, int width,
+                            int height, float *pixels) {
+    sd_family *f = self;
+    int w = width / 8, h = height / 8;
+    if (f->taesd && (!f->vae || f->decode_with_taesd))
+        return sdc_taesd_decode(f->taesd, env->backend, latent, w, h, pixels, env->eval_cb,
+                                env->eval_user);
+    size_t n = (size_t)sdc_vae_get_config(f->vae)->z_channels * w * h;
+    float *z = malloc(n * sizeof(float));
+    if (!z) return sdc_fail(SDC_ERR_NO_MEMORY, "vae decode: out of memory");
+    for (size_t i = 0; i < n; i++) z[i] = latent[i] / f->scale;
+    sdc_status s = vae_run(f, env, true, z, w, h, pixels);
+    free(z);
+    return s;
+}
+
+/* ---- loading ---- */
+
+/* The first prefix that holds a CLIP text model, NULL if none does. */
+static const char *find_clip(const sdc_weight_source *ws, const char *const *prefixes) {
+    for (int i = 0; prefixes[i]; i++)
+        if (sdc_clip_text_detect(ws, prefixes[i])) return prefixes[i];
+    return NULL;
+}
+
+static sdc_status load_clip(sd_family *f, const sdc_family_load_args *a, int e,
+                            const char *const *prefixes, const char *what) {
+    const char *prefix = find_clip(&f->ws, prefixes);
+    if (!prefix)
+        return sdc_fail(SDC_ERR_FORMAT,
+                        "%s: no %s text encoder in the files (looked under '%s'%s%s...): "
+                        "pass it with --%s",
+                        sdc_model_family_name(f->fam), what, prefixes[0], prefixes[1] ? ", '" : "",
+                        prefixes[1] ? prefixes[1] : "", e == 0 ? "clip_l" : "clip_g");
+    sd_clip *c = &f->clip[e];
+    sdc_status s = sdc_clip_text_load(&f->ws, prefix, &c->model);
+    const sdc_context_params *p = a->params;
+    if (s == SDC_OK) {
+        const char *near = e == 0 && p->clip_l_path ? p->clip_l_path
+                         : e == 1 && p->clip_g_path ? p->clip_g_path
+                                                    : p->model_path;
+        s = sdc_load_clip_tokenizer(a->weights, near, p->clip_tokenizer_path, e, &c->tok);
+    }
+    f->n_clip = e + 1;
+    return s;
+}
+
+/* sd.cpp's per-family CLIP setup (conditioner.hpp): SD1 reads the last layer through the
+ * final norm; SD2 the penultimate layer through it; SDXL the penultimate layer of both
+ * encoders without it, and the pooled output of the second. */
+static sdc_status load_text(sd_family *f, const sdc_family_load_args *a) {
+    static const char *const l_sd1[] = {"text_encoders.clip_l.transformer.",
+                                        "cond_stage_model.transformer.", NULL};
+    static const char *const l_sd2[] = {"text_encoders.clip_l.transformer.",
+                                        "cond_stage_model.model.", "cond_stage_model.transformer.",
+                                        NULL};
+    static const char *const l_xl[] = {"text_encoders.clip_l.transformer.",
+                                       "conditioner.embedders.0.transformer.",
+                                       "cond_stage_model.transformer.", NULL};
+    static const char *const g_xl[] = {"text_encoders.clip_g.transformer.",
+                                       "conditioner.embedders.1.model.",
+                                       "conditioner.embedders.1.transformer.",
+                                       "cond_stage_model.1.transformer.", NULL};
+    sdc_status s;
+    switch (f->fam) {
+    case SDC_FAMILY_SD1:
+        s = load_clip(f, a, 0, l_sd1, "CLIP ViT-L/14");
+        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 49407, true, 1, false};
+        break;
+    case SDC_FAMILY_SD2:
+        s = load_clip(f, a, 0, l_sd2, "OpenCLIP ViT-H/14");
+        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 0, true, 2, false};
+        break;
+    default:
+        s = load_clip(f, a, 0, l_xl, "CLIP ViT-L/14");
+        if (s == SDC_OK) s = load_clip(f, a, 1, g_xl, "OpenCLIP ViT-bigG/14");
+        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 49407, false, 2, false};
+        f->clip[1] = (sd_clip){f->clip[1].model, f->clip[1].tok, 0, false, 2, true};
+        break;
+    }
+    if (s != SDC_OK) return s;
+    for (int e = 0; e < f->n_clip; e++) {
+        const sdc_clip_text_config *cc = sdc_clip_text_get_config(f->clip[e].model);
+        f->ctx_dim += cc->hidden;
+        if (f->clip[e].pooled) f->pooled_dim = cc->proj_dim ? cc->proj_dim : cc->hidden;
+    }
+    return SDC_OK;
+}
+
+static sdc_status load_first_stage(sd_family *f, const sdc_family_load_args *a) {
+    const sdc_context_params *p = a->params;
+    const char *vp = sdc_vae_detect(&f->ws, "vae.")                 ? "vae."
+                     : sdc_vae_detect(&f->ws, "first_stage_model.") ? "first_stage_model."
+                                                                    : NULL;
+    sdc_status s = SDC_OK;
+    if (vp) s = sdc_vae_load(&f->ws, vp, &f->vae);
+    if (s == SDC_OK && p->taesd_path) s = sdc_taesd_load(&f->ws, "tae.", &f->taesd);
+    if (s == SDC_OK && !f->vae && !f->taesd)
+        s = sdc_fail(SDC_ERR_FORMAT,
+                     "%s: no VAE in the files (looked under 'vae.' and 'first_stage_model.'): "
+                     "pass it with --vae (or --taesd)",
+                     sdc_model_family_name(f->fam));
+    f->decode_with_taesd = f->taesd != NULL && !p->taesd_preview_only;
+    f->tiling_on = p->vae_tiling;
+    f->tile_size = p->vae_tile_size;
+    f->tile_relative = p->vae_relative_tile_size;
+    f->tile_overlap = isfinite(p->vae_tile_overlap) ? p->vae_tile_overlap : 0.5f;
+    return s;
+}
+
+/* The training schedule the checkpoint carries (LDM's register_schedule buffers). */
+static sdc_status load_alphas(sd_family *f) {
+    sdc_tensor *t = sdc_loader_find(f->weights, "alphas_cumprod");
+    if (!t) return SDC_OK;
+    int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    if (n < 2 || n > 100000) return SDC_OK;
+    if (!(f->alphas = malloc((size_t)n * sizeof(float))))
+        return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    sdc_status s = sdc_weight_to_f32(t, f->alphas);
+    for (int64_t i = 0; s == SDC_OK && i < n; i++)
+        if (!(f->alphas[i] > 0.0f && f->alphas[i] <= 1.0f)) {
+            SDC_LOGW("alphas_cumprod in the checkpoint has value %g at %lld: using the "
+                     "standard schedule instead",
+                     (double)f->alphas[i], (long long)i);
+            free(f->alphas);
+            f->alphas = NULL;
+            return SDC_OK;
+        }
+    f->n_alphas = (int)n;
+    return s;
+}
+
+/* sd.cpp tells SD2's v models (768-v) from eps ones (512-base) by probing the UNet: at
+ * t = 999 on a constant latent, a v model's output lies well below its input. */
+static sdc_status probe_v(sd_family *f, bool *is_v) {
+    const sdc_unet_config *uc = sdc_unet_get_config(f->unet);
+    enum { W = 8, H = 8, N_CTX = 2 };
+    size_t nx = (size_t)uc->in_channels * W * H, no = (size_t)uc->out_channels * W * H;
+    float *x = malloc(nx * sizeof(float)), *o = malloc(no * sizeof(float));
+    float *c = malloc((size_t)N_CTX * uc->context_dim * sizeof(float));
+    sdc_backend *be = x && o && c ? sdc_backend_cpu_create(f->n_threads) : NULL;
+    sdc_status s = be ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    if (s == SDC_OK) {
+        for (size_t i = 0; i < nx; i++) x[i] = 0.5f;
+        for (size_t i = 0; i < (size_t)N_CTX * uc->context_dim; i++) c[i] = 0.5f;
+        float t = 999.0f;
+        s = sdc_unet_forward(f->unet, be, x, 1, W, H, &t, c, N_CTX, NULL, o, NULL, NULL);
+    }
+    double sum = 0;
+    for (size_t i = 0; s == SDC_OK && i < no; i++) sum += (double)o[i] - (double)x[i % nx];
+    *is_v = s == SDC_OK && sum / (double)no < -1.0;
+    sdc_backend_free(be);
+    free(x), free(o), free(c);
+    return s;
+}
+
+static sdc_status choose_prediction(sd_family *f, const sdc_context_params *p,
+                                    sdc_prediction *pred) {
+    if (p->prediction && *p->prediction) return sdc_prediction_from_name(p->prediction, pred);
+    *pred = SDC_PRED_EPS;
+    if (sdc_loader_find(f->weights, "edm_vpred.sigma_max")) *pred = SDC_PRED_EDM_V;
+    else if (sdc_loader_find(f->weights, "v_pred")) *pred = SDC_PRED_V;
+    else if (f->fam == SDC_FAMILY_SD2) {
+        bool v = false;
+        sdc_status s = probe_v(f, &v);
+        if (s != SDC_OK) return s;
+        if (v) *pred = SDC_PRED_V;
+    }
+    return SDC_OK;
+}
+
+static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
+                          sdc_family_modules *out) {
+    sdc_prediction pred = SDC_PRED_EPS;
+    memset(out, 0, sizeof *out);
+    sd_family *f = calloc(1, sizeof *f);
+    if (!f) return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    f->fam = fam;
+    f->weights = a->weights;
+    f->ws = (sdc_weight_source){find_weight, a->weights};
+    f->scale = fam == SDC_FAMILY_SDXL ? 0.13025f : 0.18215f;
+    f->embd_dir = a->params->embeddings_dir;
+    f->n_threads = a->params->n_threads > 0 ? a->params->n_threads : 1;
+    sdc_status s = sdc_unet_load(&f->ws, P_UNET, &f->unet);
+    if (s == SDC_OK) s = load_text(f, a);
+    if (s == SDC_OK) s = load_first_stage(f, a);
+    if (s == SDC_OK) s = load_alphas(f);
+    const sdc_unet_config *uc = s == SDC_OK ? sdc_unet_get_config(f->unet) : NULL;
+    if (s == SDC_OK && uc->context_dim != f->ctx_dim)
+        s = sdc_fail(SDC_ERR_FORMAT, "the text encoders give %d-wide states, the UNet reads %d",
+                     f->ctx_dim, uc->context_dim);
+    if (s == SDC_OK && uc->adm_in_channels) {
+        f->adm = uc->adm_in_channels;
+        if (f->adm != f->pooled_dim + 6 * 256)
+            s = sdc_fail(SDC_ERR_FORMAT, "UNet vector input %d does not fit pooled %d + 1536",
+                         f->adm, f->pooled_dim);
+        else if (!(f->batch_y = malloc(2 * (size_t)f->adm * sizeof(float))))
+            s = sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    }
+    if (s == SDC_OK) s = choose_prediction(f, a->params, &pred);
+    if (s != SDC_OK) {
+        family_free(f);
+        return s;
+    }
+    out->state = f;
+    out->free_state = family_free;
+    out->cond = (sdc_conditioner){.self = f, .uses_clip_skip = true, .encode = cond_encode};
+    out->diffusion = (sdc_diffusion){.self = f,
+                                     .prediction = pred,
+                                     .size_multiple = 64,
+                                     .alphas_cumprod = f->alphas,
+                                     .n_alphas = f->n_alphas,
+                                     .forward = unet_forward};
+    out->first_stage = (sdc_first_stage){.self = f,
+                                         .channels = 4,
+                                         .downscale = 8,
+                                         .encode = fs_encode,
+                                         .decode = fs_decode};
+    int n = snprintf(out->summary, sizeof out->summary,
+                     "unet: %d channels x{%d,%d,%d,%d}, context %d%s; text: ", uc->model_channels,
+                     uc->channel_mult[0], uc->channel_mult[1], uc->channel_mult[2],
+                     uc->channel_mult[3], uc->context_dim, uc->adm_in_channels ? ", adm" : "");
+    for (int e = 0; e < f->n_clip && n < (int)sizeof out->summary; e++) {
+        const sdc_clip_text_config *cc = sdc_clip_text_get_config(f->clip[e].model);
+        n += snprintf(out->summary + n, sizeof out->summary - n, "%sclip %d layers x %d", e ? " + " : "",
+                      cc->n_layers, cc->hidden);
+    }
+    if (n < (int)sizeof out->summary)
+        snprintf(out->summary + n, sizeof out->summary - n, "; %s%s, %s",
+                 f->vae ? "vae" : "", f->taesd ? " + taesd" : "", sdc_prediction_name(pred));
+    return SDC_OK;
+}
+
+sdc_status sdc_family_load_sd1(const sdc_family_load_args *a, sdc_family_modules *out) {
+    return load_sd(a, SDC_FAMILY_SD1, out);
+}
+
+sdc_status sdc_family_load_sd2(const sdc_family_load_args *a, sdc_family_modules *out) {
+    return load_sd(a, SDC_FAMILY_SD2, out);
+}
+
+sdc_status sdc_family_load_sdxl(const sdc_family_load_args *a, sdc_family_modules *out) {
+    return load_sd(a, SDC_FAMILY_SDXL, out);
+}
