@@ -84,6 +84,11 @@ typedef struct sdc_first_stage {
     sdc_status (*decode)(void *self, const sdc_stage_env *env, const float *latent, int width,
                          int height, float *pixels);
     void (*end_phase)(void *self);
+    /* A cheap picture of latent x0 ([channels][H/ds][W/ds]) for --preview, any size (SD:
+     * TAESD when loaded, else sd.cpp's linear latent-to-RGB projection at latent size).
+     * NULL: pixel space, the latent is the picture. */
+    sdc_status (*preview)(void *self, const sdc_stage_env *env, const float *latent, int width,
+                          int height, sdc_image *out);
 } sdc_first_stage;
 
 /* The modules a loaded family is made of. */

@@ -338,6 +338,57 @@ static sdc_status fs_decode(void *self, const sdc_stage_env *env, const float *l
     return s;
 }
 
+/* sd.cpp's latent-to-RGB projections (latent-preview.h): rgb = latent . P + b. */
+static const float k_sd_proj[4][3] = {{0.337366f, 0.216344f, 0.257386f},
+                                      {0.165636f, 0.386828f, 0.046994f},
+                                      {-0.267803f, 0.237036f, 0.223517f},
+                                      {-0.178022f, -0.200862f, -0.678514f}};
+static const float k_sd_bias[3] = {-0.017478f, -0.055834f, -0.105825f};
+static const float k_sdxl_proj[4][3] = {{0.258303f, 0.277640f, 0.329699f},
+                                        {-0.299701f, 0.105446f, 0.014194f},
+                                        {0.050522f, 0.186163f, -0.143257f},
+                                        {-0.211938f, -0.149892f, -0.080036f}};
+static const float k_sdxl_bias[3] = {0.144381f, -0.033313f, 0.007061f};
+
+static sdc_status fs_preview(void *self, const sdc_stage_env *env, const float *latent, int width,
+                             int height, sdc_image *out) {
+    sd_family *f = self;
+    int w = width / 8, h = height / 8;
+    bool tae = f->taesd != NULL;
+    int ow = tae ? width : w, oh = tae ? height : h;
+    size_t plane = (size_t)ow * oh;
+    float *rgb = malloc(3 * plane * sizeof(float));
+    out->data = malloc(3 * plane);
+    if (!rgb || !out->data) {
+        free(rgb);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "preview: out of memory");
+    }
+    sdc_status s = SDC_OK;
+    if (tae) {
+        s = sdc_taesd_decode(f->taesd, env->backend, latent, w, h, rgb, NULL, NULL);
+    } else {
+        const float(*P)[3] = f->fam == SDC_FAMILY_SDXL ? k_sdxl_proj : k_sd_proj;
+        const float *b = f->fam == SDC_FAMILY_SDXL ? k_sdxl_bias : k_sd_bias;
+        for (size_t i = 0; i < plane; i++)
+            for (int k = 0; k < 3; k++) {
+                float v = b[k];
+                for (int c = 0; c < 4; c++) v += latent[c * plane + i] * P[c][k];
+                rgb[k * plane + i] = v;
+            }
+    }
+    for (size_t i = 0; s == SDC_OK && i < plane; i++)
+        for (int k = 0; k < 3; k++) {
+            float v = rgb[k * plane + i] * 0.5f + 0.5f;
+            v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+            out->data[i * 3 + k] = (uint8_t)(v * 255.0f);
+        }
+    out->width = (uint32_t)ow;
+    out->height = (uint32_t)oh;
+    out->channels = 3;
+    free(rgb);
+    return s;
+}
+
 /* ---- loading ---- */
 
 /* The first prefix that holds a CLIP text model, NULL if none does. */
@@ -539,7 +590,8 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
                                          .channels = 4,
                                          .downscale = 8,
                                          .encode = fs_encode,
-                                         .decode = fs_decode};
+                                         .decode = fs_decode,
+                                         .preview = fs_preview};
     int n = snprintf(out->summary, sizeof out->summary,
                      "unet: %d channels x{%d,%d,%d,%d}, context %d%s; text: ", uc->model_channels,
                      uc->channel_mult[0], uc->channel_mult[1], uc->channel_mult[2],

@@ -92,6 +92,7 @@ sdc_status sdc_stage_decode(sdc_context *ctx, const float *latent, int width, in
 sdc_status sdc_stage_preview(sdc_context *ctx, const float *x0, int width, int height,
                              sdc_image *out) {
     const sdc_first_stage *fs = &ctx->m.first_stage;
+    if (fs->preview) return fs->preview(fs->self, &ctx->env_first_stage, x0, width, height, out);
     if (fs->downscale != 1 || fs->channels != 3)
         return sdc_fail(SDC_ERR_UNSUPPORTED, "preview: no preview projection for this model");
     out->data = malloc((size_t)3 * width * height);
