@@ -207,7 +207,9 @@ static sdc_status encode_init(sdc_context *ctx, const sdc_generate_params *p, ge
     sdc_status s = sdc_rng_create(g->rng_type, seed, &rng);
     if (s == SDC_OK) s = sdc_rng_randn(rng, g->noise, g->shape.n);
     sdc_rng_free(rng);
+    double t0 = sdc_now_seconds();
     if (s == SDC_OK) s = sdc_stage_encode_image(ctx, p->init_image, &g->shape, g->noise, g->init);
+    if (s == SDC_OK) SDC_LOGI("init image encoded in %.2fs", sdc_now_seconds() - t0);
     if (s != SDC_OK || !p->mask_image) return s;
     g->keep = malloc((size_t)g->shape.width * g->shape.height * sizeof(float));
     if (!g->keep) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
@@ -271,7 +273,11 @@ static sdc_status generate_one(sdc_context *ctx, const sdc_generate_params *p, g
                               .noise = g->noise};
         s = sdc_stage_sample(ctx, p, &job, g->x);
     }
-    if (s == SDC_OK) s = sdc_stage_decode(ctx, g->x, p->width, p->height, out);
+    if (s == SDC_OK) {
+        double t0 = sdc_now_seconds();
+        s = sdc_stage_decode(ctx, g->x, p->width, p->height, out);
+        if (s == SDC_OK) SDC_LOGI("decoded in %.2fs", sdc_now_seconds() - t0);
+    }
     out->seed = (int64_t)seed;
     sdc_rng_free(rng);
     sdc_rng_free(srng);
