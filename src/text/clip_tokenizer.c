@@ -926,3 +926,24 @@ sdc_status sdc_clip_tokenize_ex(const sdc_clip_tokenizer *t, const char *text, s
 sdc_status sdc_clip_tokenize(const sdc_clip_tokenizer *t, const char *text, int32_t **ids, int *n) {
     return sdc_clip_tokenize_ex(t, text, text ? strlen(text) : 0, NULL, 0, ids, n);
 }
+
+sdc_status sdc_clip_normalize(const char *text, size_t len, char **out, size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    int32_t *cps = NULL;
+    size_t n = 0;
+    sdc_status st = normalize(text ? text : "", text ? len : 0, &cps, &n);
+    if (st) return st;
+    char *o = malloc(4 * n + 1);
+    if (!o) {
+        free(cps);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "clip tokenizer: normalising");
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) m += put_utf8(o + m, cps[i]);
+    o[m] = 0;
+    free(cps);
+    *out = o;
+    *out_len = m;
+    return SDC_OK;
+}

@@ -53,4 +53,7 @@ sdc_status sdc_clip_tokenize(const sdc_clip_tokenizer *t, const char *text, int3
 sdc_status sdc_clip_tokenize_ex(const sdc_clip_tokenizer *t, const char *text, size_t len,
                                 const char *const *extra, int n_extra, int32_t **ids, int *n);
 
+/* The normaliser alone (NFC, whitespace runs to ' ', lower case) as UTF-8, malloc'd. */
+sdc_status sdc_clip_normalize(const char *text, size_t len, char **out, size_t *out_len);
+
 #endif
