@@ -16,6 +16,9 @@
 #include <zlib.h>
 
 #include "core/status.h"
+#include "io/gguf.h"
+#include "io/model_loader.h"
+#include "pipeline/clip_tokenizer_source.h"
 #include "test_util.h"
 #include "text/clip_tokenizer.h"
 
@@ -225,6 +228,151 @@ static int write_openai_gz(const char *path, const char *merges, size_t n, int c
     return 1;
 }
 
+/* ---- where the tokenizer is found (pipeline/clip_tokenizer_source.c) ---- */
+
+static void mkdirs(const char *path) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+}
+
+static void link_golden(const char *dir) {
+    char a[1024];
+    mkdirs(dir);
+    snprintf(a, sizeof a, "%s/vocab.json", dir);
+    CHECK(symlink(TOKDIR "/vocab.json", a) == 0, "symlink %s", a);
+    snprintf(a, sizeof a, "%s/merges.txt", dir);
+    CHECK(symlink(TOKDIR "/merges.txt", a) == 0, "symlink %s", a);
+}
+
+/* Loaded and tokenising "a lovely cat" to the real ids. */
+static int good(sdc_status st, sdc_clip_tokenizer **tp, const char *what) {
+    sdc_clip_tokenizer *t = *tp;
+    *tp = NULL;
+    int32_t *ids = NULL;
+    int n = 0;
+    int ok = st == SDC_OK && t && sdc_clip_tokenize(t, "a lovely cat", &ids, &n) == SDC_OK &&
+             n == 3 && ids[0] == 320 && ids[1] == 2165 && ids[2] == 2368;
+    CHECK(ok, "%s: %s", what, st ? sdc_last_error() : "wrong ids");
+    if (ok) printf("found the tokenizer: %s\n", what);
+    free(ids);
+    sdc_clip_tokenizer_free(t);
+    return ok;
+}
+
+static void test_source(const char *tmp, const char *merges, size_t mn) {
+    char root[512], p[1024], model[1024];
+    snprintf(root, sizeof root, "%s/src", tmp);
+    char home[600];
+    snprintf(home, sizeof home, "%s/home", root);
+    mkdirs(home);
+    setenv("HOME", home, 1);
+    unsetenv("HF_HOME");
+    unsetenv("HF_HUB_CACHE");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("VIRTUAL_ENV");
+    unsetenv("CONDA_PREFIX");
+    sdc_clip_tokenizer *t = NULL;
+    sdc_status st = sdc_load_clip_tokenizer(NULL, NULL, TOKDIR, 0, &t);
+    good(st, &t, "explicit folder");
+    st = sdc_load_clip_tokenizer(NULL, NULL, "/nonexistent/tok", 0, &t);
+    CHECK(st != SDC_OK && strstr(sdc_last_error(), "--clip-tokenizer"), "explicit missing: %s",
+          sdc_last_error());
+
+    /* nothing anywhere (unless this machine has clip / open_clip installed system-wide) */
+    snprintf(model, sizeof model, "%s/m/unet/model.safetensors", root);
+    snprintf(p, sizeof p, "%s/m/unet", root);
+    mkdirs(p);
+    st = sdc_load_clip_tokenizer(NULL, model, NULL, 0, &t);
+    if (st == SDC_OK) {
+        printf("a CLIP tokenizer is installed on this machine: 'nothing found' not checked\n");
+        sdc_clip_tokenizer_free(t);
+        t = NULL;
+    } else {
+        const char *m = sdc_last_error();
+        CHECK(strstr(m, "--clip-tokenizer") && strstr(m, "/m/unet/tokenizer") &&
+                  strstr(m, "/m/tokenizer") &&
+                  strstr(m, "models--openai--clip-vit-large-patch14") &&
+                  strstr(m, "bpe_simple_vocab_16e6.txt.gz") && strstr(m, "GGUF keys"),
+              "nothing-found message lists the places: %s", m);
+        printf("nothing found: %.300s...\n", m);
+    }
+    /* a T5 tokenizer.json beside the weights is skipped; diffusers layout: ../tokenizer */
+    snprintf(p, sizeof p, "%s/m/unet/tokenizer.json", root);
+    write_file(p, "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", 44);
+    snprintf(p, sizeof p, "%s/m/tokenizer", root);
+    link_golden(p);
+    st = sdc_load_clip_tokenizer(NULL, model, NULL, 0, &t);
+    good(st, &t, "diffusers ../tokenizer (T5 json skipped)");
+    /* OpenCLIP: tokenizer_2 first */
+    snprintf(p, sizeof p, "%s/m/tokenizer_2", root);
+    mkdirs(p);
+    snprintf(p, sizeof p, "%s/m/tokenizer_2/merges.txt", root);
+    write_file(p, merges, mn);
+    t = NULL;
+    st = sdc_load_clip_tokenizer(NULL, model, NULL, 1, &t);
+    good(st, &t, "diffusers ../tokenizer_2 (which = 1)");
+
+    /* Hugging Face cache */
+    snprintf(p, sizeof p, "%s/hf/hub/models--openai--clip-vit-large-patch14/snapshots/0123abc",
+             root);
+    link_golden(p);
+    snprintf(p, sizeof p, "%s/hf", root);
+    setenv("HF_HOME", p, 1);
+    t = NULL;
+    st = sdc_load_clip_tokenizer(NULL, NULL, NULL, 0, &t);
+    good(st, &t, "HF cache snapshot ($HF_HOME)");
+    unsetenv("HF_HOME");
+    snprintf(p, sizeof p,
+             "%s/hf/hub/models--stabilityai--stable-diffusion-xl-base-1.0/snapshots/x/tokenizer_2",
+             root);
+    link_golden(p);
+    snprintf(p, sizeof p, "%s/hf/hub", root);
+    setenv("HF_HUB_CACHE", p, 1);
+    t = NULL;
+    st = sdc_load_clip_tokenizer(NULL, NULL, NULL, 1, &t);
+    good(st, &t, "HF cache SDXL tokenizer_2 ($HF_HUB_CACHE)");
+    unsetenv("HF_HUB_CACHE");
+
+    /* an installed open_clip package under ~/.local */
+    snprintf(p, sizeof p, "%s/.local/lib/python3.11/site-packages/open_clip", home);
+    mkdirs(p);
+    snprintf(p, sizeof p,
+             "%s/.local/lib/python3.11/site-packages/open_clip/bpe_simple_vocab_16e6.txt.gz", home);
+    CHECK(write_openai_gz(p, merges, mn, 0), "write gz");
+    t = NULL;
+    st = sdc_load_clip_tokenizer(NULL, NULL, NULL, 1, &t);
+    good(st, &t, "open_clip package (~/.local site-packages)");
+    unlink(p);
+
+    /* GGUF keys, merges only (vocabulary built from them) */
+    sdc_gguf_writer *w = NULL;
+    static const float x[4] = {1, 2, 3, 4};
+    int64_t ne[1] = {4};
+    snprintf(p, sizeof p, "%s/te.gguf", root);
+    CHECK(sdc_gguf_writer_create(&w) == SDC_OK &&
+              sdc_gguf_set_strn(w, SDC_GGUF_CLIP_MERGES, merges, mn) == SDC_OK &&
+              sdc_gguf_add_tensor(w, "x", SDC_TYPE_F32, 1, ne, x) == SDC_OK &&
+              sdc_gguf_write_file(w, p) == SDC_OK,
+          "write gguf: %s", sdc_last_error());
+    sdc_gguf_writer_free(w);
+    sdc_loader *l = NULL;
+    CHECK(sdc_loader_create(&l) == SDC_OK && sdc_loader_add_file(l, p, NULL) == SDC_OK,
+          "load gguf: %s", sdc_last_error());
+    t = NULL;
+    st = sdc_load_clip_tokenizer(l, model, NULL, 0, &t);
+    good(st, &t, "GGUF key tokenizer.clip.merges");
+    sdc_loader_free(l);
+    unlink(p);
+    printf("tokenizer search: done\n");
+}
+
 int main(void) {
     char tmp[] = "/tmp/sdc_cliptok_XXXXXX";
     if (!mkdtemp(tmp)) return 1;
@@ -291,6 +439,7 @@ int main(void) {
         }
         cJSON_Delete(hf);
     }
+    test_source(tmp, merges, mn);
     /* a truncated .gz must fail */
     sdc_clip_tokenizer *tr = NULL;
     CHECK(write_openai_gz(gzp, merges, mn, 1), "write truncated gz");
@@ -299,7 +448,9 @@ int main(void) {
     if (s != SDC_OK) printf("rejected truncated gzip: %s\n", sdc_last_error());
     sdc_clip_tokenizer_free(tr);
     unlink(gzp);
-    rmdir(tmp);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp); /* the search tree of test_source */
+    CHECK(system(cmd) == 0, "clean %s", tmp);
     for (int i = 0; i < 6; i++) sdc_clip_tokenizer_free(all[i]);
     free(merges);
     free(vocab);
