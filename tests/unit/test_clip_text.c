@@ -421,8 +421,11 @@ static void test_sd1(sdc_backend *be) {
             }
             printf("  ViT-L encode (77 tokens, 2 threads, %s numerics): best of 3 %.3f s\n",
                    mode ? "sdcpp" : "ref", best);
-            compare(mode ? "ViT-L sdcpp hidden skip 1 +ln" : "ViT-L ref hidden skip 1 +ln", h,
-                    mode ? "sdcpp.skip1.ln" : "ref.skip1.ln", 77 * 768, mode ? 2e-3 : 2e-4);
+            /* ref: measured 2.7e-6 max; sdcpp: the F16 noise level of 12 layers (2.1e-3 max,
+             * 3.0e-4 mean; the emulation vs transformers: 2.4e-3 / 3.1e-4) */
+            compare_mean(mode ? "ViT-L sdcpp hidden skip 1 +ln" : "ViT-L ref hidden skip 1 +ln", h,
+                         mode ? "sdcpp.skip1.ln" : "ref.skip1.ln", 77 * 768, mode ? 6e-3 : 1.5e-5,
+                         mode ? 1e-3 : 1.5e-6);
         }
         ref = keep;
         free(h), free(idf);
