@@ -21,8 +21,16 @@ file) and re-laid out in OpenCLIP layout (conditioner.embedders.1.model.: q/k/v 
 in_proj_weight, text_projection transposed), so both loaders are checked against one reference.
 Inputs: a 77-token chunk BOS, 9 words, EOS, pads (EOS for l as SD1 pads, 0 for g as sd.cpp pads
 clip_g), the first 12 tokens of l's chunk (n < n_pos), and l's chunk with two textual-inversion
-ids (VOCAB, VOCAB+1 -> the rows of l.extra). Outputs: hidden for layer_skip 1/2 with and without
-the final layer norm, pooled (final LN of the last layer at the first EOS), projected (g).
+ids (VOCAB, VOCAB+1 -> the rows of l.extra). Outputs (clip_text_ref.safetensors, F32, rows outermost):
+  ids.{l,g,short,ti}; {l,g}.extra [2, 128];
+  M.ref.skipS.{ln,noln} [77, 128] (S = layer_skip 1, 2, 3; ln = final layer norm applied),
+  M.ref.pooled [128] (final LN of the last layer at the first EOS), g.ref.proj [128] (projected),
+  M.ref.short.{skip1.ln,pooled} (n = 12), l.ref.ti.skip1.ln (textual inversion);
+  M.sdcpp.skipS.{ln,noln} (S = 1, 2; skip3.noln only), M.sdcpp.pooled, g.sdcpp.proj_{hf,openclip}
+  (the projection as sd.cpp applies each layout), l.sdcpp.ti.skip1.ln;
+  M.sdcpp32.{skip1.ln,pooled}, g.sdcpp32.proj_{hf,openclip}: sd.cpp numerics with the weights as
+  F32 (no activation rounding; only the activation tables and the projection rule).
+sd1_vitl_ref.safetensors: ids [77] (I32), ref.skip1.ln and sdcpp.skip1.ln [77, 768].
 
 Full size (optional, --sd1 FILE): the ViT-L text encoder of sd1_random_1001.safetensors
 (cond_stage_model.transformer.*) on sd.cpp's ids for "a lovely cat" (clip_tokens.json case t01):
