@@ -90,6 +90,8 @@ static bool has(loader *ld, const char *fmt, ...) {
 
 static void note_used(loader *ld, const sdc_tensor *t) {
     sdc_unet *m = ld->m;
+    for (int i = m->n_used - 1; i >= 0; i--)
+        if (m->used[i] == t) return; /* the detection reads a few tensors twice */
     if (m->n_used == m->cap_used) {
         int cap = m->cap_used ? 2 * m->cap_used : 1024;
         const sdc_tensor **u = realloc(m->used, (size_t)cap * sizeof *u);
