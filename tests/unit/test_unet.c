@@ -21,10 +21,12 @@
  * float32 run of the same emulation differs from its float64 run by 0.9-1.1e-3, as much as
  * the emulation itself moves the output (exact vs sdcpp references: ~1e-3 rel-L2), so this
  * case checks that the path runs and stays within that noise, not that it beats plain math.
- * bf16 (weights rounded to BF16, reference with the F16 values): 1.09e-2. */
+ * bf16 (weights rounded to BF16, reference with the F16 values): 1.09e-2. q8_0 (Linear
+ * weights Q8_0, sd.cpp numerics): 1.95e-2. */
 #define TOL_EXACT 5e-6
 #define TOL_SDCPP 4e-3
 #define TOL_BF16  3e-2
+#define TOL_Q8    6e-2
 
 /* A weight source over a test file: names as stored, tensors converted to another type
  * (NULL data = in place), one name hidden or one given a wrong shape for the error tests. */
@@ -65,22 +67,35 @@ static int test_ws_open(test_ws *w, const char *path, sdc_type type, sdc_weight_
     if (type == SDC_TYPE_F16) return 0;
     w->n = w->base.n;
     w->t = calloc((size_t)w->n, sizeof(sdc_tensor));
+    const sdc_type_traits *tr = sdc_type_get(type);
     for (int i = 0; i < w->n; i++) {
         sdc_tensor *s = &w->base.t[i], *d = &w->t[i];
         *d = *s;
         if (s->type != SDC_TYPE_F16) continue;
-        int64_t cnt = sdc_tensor_nelements(s);
-        d->type = type;
+        int64_t cnt = sdc_tensor_nelements(s), row = s->ne[0];
+        /* quantised: the Linear matrices whose rows fill whole blocks (as in GGUF files;
+         * conv weights stay F16 there, ne[0] = kw); norms and biases F32 */
+        sdc_type t = type;
+        if (tr->is_quantized) {
+            bool matrix = s->ne[1] > 1 && s->ne[2] == 1 && s->ne[3] == 1;
+            t = !matrix ? SDC_TYPE_F32 : row % tr->block_size ? SDC_TYPE_F16 : type;
+            if (t == SDC_TYPE_F16) continue;
+        }
+        d->type = t;
         sdc_tensor_set_contiguous_strides(d);
         d->data = malloc(sdc_tensor_nbytes(d));
+        float *f = malloc((size_t)cnt * sizeof(float));
         const sdc_fp16 *src = s->data;
-        for (int64_t j = 0; j < cnt; j++) {
-            float v = sdc_fp16_to_f32(src[j]);
-            if (type == SDC_TYPE_F32)
-                ((float *)d->data)[j] = v;
-            else
-                ((sdc_bf16 *)d->data)[j] = sdc_f32_to_bf16(v);
+        for (int64_t j = 0; j < cnt; j++) f[j] = sdc_fp16_to_f32(src[j]);
+        if (t == SDC_TYPE_F32) {
+            memcpy(d->data, f, (size_t)cnt * sizeof(float));
+        } else {
+            const sdc_type_traits *dt = sdc_type_get(t);
+            size_t row_bytes = (size_t)(row / dt->block_size) * dt->block_bytes;
+            for (int64_t r = 0; r < cnt / row; r++)
+                dt->from_float(f + r * row, (char *)d->data + r * row_bytes, row, NULL);
         }
+        free(f);
     }
     return 0;
 }
@@ -226,6 +241,7 @@ static void test_tiny(sdc_backend *be, const expect_cfg *e) {
     run_case(be, file, e, SDC_TYPE_F32, true, &r, "f32 weights, exact", TOL_EXACT);
     run_case(be, file, e, SDC_TYPE_F16, false, &r, "f16 weights, sd.cpp numerics", TOL_SDCPP);
     run_case(be, file, e, SDC_TYPE_BF16, true, &r, "bf16 weights, exact", TOL_BF16);
+    run_case(be, file, e, SDC_TYPE_Q8_0, false, &r, "q8_0 weights, sd.cpp numerics", TOL_Q8);
     ref_free(&r);
     sdc_st_close(f);
 }
@@ -348,7 +364,7 @@ static double now_s(void) {
 
 /* Per-op time of one forward (eval callback), for the profile printed by the bench. */
 typedef struct prof {
-    double t0, op_s[SDC_OP_COUNT];
+    double t0, op_s[SDC_OP_COUNT], flop[SDC_OP_COUNT];
     int count[SDC_OP_COUNT];
 } prof;
 
@@ -359,6 +375,15 @@ static bool prof_cb(sdc_tensor *t, bool ask, void *user) {
         return true;
     }
     p->op_s[t->op] += now_s() - p->t0;
+    const sdc_tensor *a = t->src[0], *b = t->src[1];
+    if (t->op == SDC_OP_MATMUL)
+        p->flop[t->op] += 2.0 * (double)a->ne[0] * (double)sdc_tensor_nelements(t);
+    else if (t->op == SDC_OP_CONV2D)
+        p->flop[t->op] +=
+            2.0 * (double)(b->ne[0] * b->ne[1] * b->ne[2]) * (double)sdc_tensor_nelements(t);
+    else if (t->op == SDC_OP_ATTENTION) /* q k^T and p v */
+        p->flop[t->op] +=
+            4.0 * (double)a->ne[0] * (double)(a->ne[1] * a->ne[2] * a->ne[3]) * (double)b->ne[1];
     p->count[t->op]++;
     return true;
 }
@@ -387,6 +412,29 @@ static int bench(const char *spec) {
     for (size_t i = 0; i < nx; i++) x[i] = t_randf(&seed);
     for (size_t i = 0; i < nc; i++) ctx[i] = t_randf(&seed);
     bool profile = getenv("SDC_UNET_PROFILE") != NULL;
+    if (getenv("SDC_UNET_COMPARE")) { /* sd.cpp numerics vs plain math on the real weights */
+        sdc_unet *me = NULL;
+        sdc_unet_options o = {.exact = true};
+        float *oe = calloc(nx, sizeof(float));
+        if (sdc_unet_load_ex(&ws, PREFIX, &o, &me) != SDC_OK ||
+            sdc_unet_forward(m, be, x, B, w, h, t, ctx, 77, NULL, out, NULL, NULL) != SDC_OK ||
+            sdc_unet_forward(me, be, x, B, w, h, t, ctx, 77, NULL, oe, NULL, NULL) != SDC_OK) {
+            printf("compare: %s\n", sdc_last_error());
+            return 1;
+        }
+        double num = 0, den = 0, mx = 0, scale = 0;
+        for (size_t i = 0; i < nx; i++) {
+            double d = (double)out[i] - oe[i];
+            num += d * d, den += (double)oe[i] * oe[i];
+            mx = fmax(mx, fabs(d)), scale = fmax(scale, fabs((double)oe[i]));
+        }
+        printf(
+            "compare %dx%d B=%d: sd.cpp numerics vs exact: rel-L2 %.3g, max %.3g (max|out| %.3g, "
+            "rms %.3g)\n",
+            w, h, B, sqrt(num / den), mx, scale, sqrt(den / (double)nx));
+        sdc_unet_free(me);
+        free(oe);
+    }
     for (int rep = 0; rep < 2; rep++) { /* the first run pages the weights in */
         prof p = {0};
         double t0 = now_s();
@@ -403,7 +451,9 @@ static int bench(const char *spec) {
         if (profile && rep == 1)
             for (int op = 0; op < SDC_OP_COUNT; op++)
                 if (p.count[op])
-                    printf("  %-16s %5d nodes %8.3f s\n", sdc_op_name(op), p.count[op], p.op_s[op]);
+                    printf("  %-16s %5d nodes %8.3f s %8.1f GFLOP %6.1f GFLOP/s\n", sdc_op_name(op),
+                           p.count[op], p.op_s[op], p.flop[op] * 1e-9,
+                           p.flop[op] * 1e-9 / (p.op_s[op] > 0 ? p.op_s[op] : 1));
     }
     free(x), free(out), free(ctx);
     sdc_unet_free(m);
