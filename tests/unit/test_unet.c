@@ -34,13 +34,49 @@ typedef struct test_ws {
     st_weights base;
     sdc_tensor *t; /* converted copies */
     int n;
-    const char *hide, *bad_shape;
+    const char *hide, *bad_shape, *hide_prefix;
+    bool distilled; /* block indices renumbered as a converted BK-SDM tiny UNet has them */
     sdc_tensor bad;
 } test_ws;
 
+/* The 2-level sd1 file under the indices of sd.cpp's tiny-UNet layout: each level keeps
+ * the index of its missing second res block free (input 1 res, 3 down, 4 res) and the
+ * upsample of level 1 sits alone in output block 2. Returns the stored name or NULL. */
+static bool distilled_name(const char *name, char *orig, size_t size) {
+    static const char *map[][2] = {
+        {"input_blocks.1.", "input_blocks.1."},       {"input_blocks.3.", "input_blocks.2."},
+        {"input_blocks.4.", "input_blocks.3."},       {"output_blocks.0.", "output_blocks.0."},
+        {"output_blocks.1.0.", "output_blocks.1.0."}, {"output_blocks.2.1.", "output_blocks.1.1."},
+        {"output_blocks.3.", "output_blocks.2."},     {"output_blocks.4.", "output_blocks.3."},
+    };
+    const char *rest = name + strlen(PREFIX);
+    if (strncmp(rest, "input_blocks.", 13) && strncmp(rest, "output_blocks.", 14)) {
+        snprintf(orig, size, "%s", name);
+        return true;
+    }
+    if (!strncmp(rest, "input_blocks.0.", 15)) {
+        snprintf(orig, size, "%s", name);
+        return true;
+    }
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+        size_t n = strlen(map[i][0]);
+        if (!strncmp(rest, map[i][0], n)) {
+            snprintf(orig, size, "%s%s%s", PREFIX, map[i][1], rest + n);
+            return true;
+        }
+    }
+    return false;
+}
+
 static sdc_tensor *test_find(void *user, const char *name) {
     test_ws *w = user;
+    char orig[256];
     if (w->hide && !strcmp(name, w->hide)) return NULL;
+    if (w->hide_prefix && !strncmp(name, w->hide_prefix, strlen(w->hide_prefix))) return NULL;
+    if (w->distilled) {
+        if (!distilled_name(name, orig, sizeof orig)) return NULL;
+        name = orig;
+    }
     sdc_tensor *t = NULL;
     if (w->t) {
         for (int i = 0; i < w->n && !t; i++)
@@ -197,6 +233,7 @@ static void run_case(sdc_backend *be, const char *file, const expect_cfg *e, sdc
         CHECK(0, "open %s: %s", file, sdc_last_error());
         return;
     }
+    tw.distilled = strstr(label, "tiny-UNet") != NULL;
     sdc_unet_options opt = {.n_heads = e->heads_opt, .head_dim = e->head_dim_opt, .exact = exact};
     sdc_unet *m = NULL;
     sdc_status s = sdc_unet_load_ex(&ws, PREFIX, &opt, &m);
@@ -205,7 +242,7 @@ static void run_case(sdc_backend *be, const char *file, const expect_cfg *e, sdc
         test_ws_close(&tw);
         return;
     }
-    if (wtype == SDC_TYPE_F16 && exact) check_config(m, e, r, &tw.base);
+    if (wtype == SDC_TYPE_F16 && exact && !tw.distilled) check_config(m, e, r, &tw.base);
     const float *ref = exact ? r->exact : r->sdcpp;
     float *out = malloc((size_t)r->n_out * sizeof(float));
     long half = r->n_out / 2;
@@ -242,6 +279,8 @@ static void test_tiny(sdc_backend *be, const expect_cfg *e) {
     run_case(be, file, e, SDC_TYPE_F16, false, &r, "f16 weights, sd.cpp numerics", TOL_SDCPP);
     run_case(be, file, e, SDC_TYPE_BF16, true, &r, "bf16 weights, exact", TOL_BF16);
     run_case(be, file, e, SDC_TYPE_Q8_0, false, &r, "q8_0 weights, sd.cpp numerics", TOL_Q8);
+    if (!strcmp(e->name, "sd1"))
+        run_case(be, file, e, SDC_TYPE_F16, true, &r, "tiny-UNet block indices, exact", TOL_EXACT);
     ref_free(&r);
     sdc_st_close(f);
 }
@@ -290,7 +329,32 @@ static void test_bad_input(sdc_backend *be) {
         printf("no y: %s\n", sdc_last_error());
         CHECK(s == SDC_ERR_INVALID_ARG, "missing y accepted");
         sdc_unet_free(m);
+        m = NULL;
     }
+    /* SSD-1B/Vega-style: only middle_block.0, or (tiny UNets) no middle block at all */
+    const char *mids[] = {PREFIX "middle_block.1.", PREFIX "middle_block."};
+    for (int i = 0; i < 2; i++) {
+        tw.hide_prefix = mids[i];
+        s = sdc_unet_load_ex(&ws, PREFIX, &opt, &m);
+        CHECK(s == SDC_OK, "load without %s: %s", mids[i], sdc_last_error());
+        if (s != SDC_OK) continue;
+        const sdc_unet_config *c = sdc_unet_get_config(m);
+        float x[4 * 64], t = 10, ctx[5 * 16], y[24], out[4 * 64];
+        unsigned long long seed = 9;
+        for (int j = 0; j < 4 * 64; j++) x[j] = t_randf(&seed);
+        for (int j = 0; j < 5 * 16; j++) ctx[j] = t_randf(&seed);
+        for (int j = 0; j < 24; j++) y[j] = t_randf(&seed);
+        s = sdc_unet_forward(m, be, x, 1, 8, 8, &t, ctx, 5, y, out, NULL, NULL);
+        int finite = 0;
+        for (int j = 0; j < 4 * 64; j++) finite += isfinite(out[j]);
+        printf("without %s: mid_depth %d, %d tensors, forward %s, %d of 256 finite\n", mids[i],
+               c->mid_depth, c->n_tensors, s == SDC_OK ? "ok" : sdc_last_error(), finite);
+        CHECK(c->mid_depth == (i == 0 ? 0 : -1) && s == SDC_OK && finite == 256,
+              "without %s: mid_depth %d", mids[i], c->mid_depth);
+        sdc_unet_free(m);
+        m = NULL;
+    }
+    tw.hide_prefix = NULL;
     test_ws_close(&tw);
 }
 
