@@ -12,19 +12,22 @@
 #include "models/weights.h"
 
 typedef struct sdc_unet_config {
-    int in_channels, out_channels, model_channels; /* SD1: 4 (9 inpaint, 8 pix2pix), 4, 320 */
-    int n_levels, channel_mult[4],
-        num_res_blocks;       /* SD1/SD2: 4 levels 1,2,4,4, 2 res blocks; SDXL: 3 levels 1,2,4 */
-    int transformer_depth[4]; /* per level (its first input block), 0 = no attention (SDXL: 0,2,10)
-                               */
-    int mid_depth; /* transformer depth of the middle block; -1 = no middle block (distilled) */
-    int n_heads, head_dim; /* SD1: 8 heads (head_dim = channels/8, n_heads > 0); SD2/SDXL: head_dim
-                            * 64 (n_heads = 0: channels/64 per transformer) */
-    int context_dim;       /* 768 SD1, 1024 SD2, 2048 SDXL */
-    int adm_in_channels;   /* 0 = no label_emb; SDXL 2816 */
-    bool linear_proj;      /* proj_in/proj_out Linear (SD2, SDXL) vs 1x1 conv (SD1) */
-    int time_embed_dim;    /* 4 * model_channels */
-    int n_tensors;         /* tensors under the prefix that the model uses */
+    /* SD1: 4 (9 inpaint, 8 pix2pix), 4, 320 */
+    int in_channels, out_channels, model_channels;
+    /* SD1/SD2: 4 levels 1,2,4,4, 2 res blocks; SDXL: 3 levels 1,2,4 */
+    int n_levels, channel_mult[4], num_res_blocks;
+    /* per level (its first input block), 0 = no attention (SDXL: 0,2,10) */
+    int transformer_depth[4];
+    /* transformer depth of the middle block; 0 = res block(s) only; -1 = no middle block */
+    int mid_depth;
+    /* SD1: 8 heads (head_dim = channels/8; head_dim 0 here); SD2/SDXL: heads 64 wide
+     * (n_heads 0 here: channels/64 per transformer) */
+    int n_heads, head_dim;
+    int context_dim;     /* 768 SD1, 1024 SD2, 2048 SDXL */
+    int adm_in_channels; /* 0 = no label_emb; SDXL 2816 */
+    bool linear_proj;    /* proj_in/proj_out Linear (SD2, SDXL) vs 1x1 conv (SD1) */
+    int time_embed_dim;  /* 4 * model_channels */
+    int n_tensors;       /* tensors under the prefix that the model uses */
 } sdc_unet_config;
 
 /* Load-time choices; zero-initialised = detect everything, sd.cpp's numerics. */
