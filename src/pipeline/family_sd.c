@@ -29,6 +29,7 @@ typedef struct sd_clip {
     bool final_ln;    /* hidden states through the final layer norm */
     int default_skip; /* clip skip when --clip-skip is not given */
     bool pooled;      /* this encoder gives the pooled vector (SDXL: clip_g) */
+    bool zero_after_eos;
 } sd_clip;
 
 typedef struct sd_family {
@@ -113,7 +114,11 @@ static sdc_status encode_chunk(sd_family *f, const sdc_stage_env *env, const int
             free(extra);
             return sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
         }
-        s = sdc_clip_text_encode(c->model, env->backend, ids, CLIP_CHUNK, skip, c->final_ln, extra,
+        int32_t cid[CLIP_CHUNK];
+        memcpy(cid, ids, sizeof cid);
+        if (c->zero_after_eos) /* SDXL's clip_g reads 0s after the first EOS (sd.cpp) */
+            sdc_clip_chunk_zero_after_eos(cid, CLIP_CHUNK, sdc_clip_tokenizer_eos(c->tok), 0);
+        s = sdc_clip_text_encode(c->model, env->backend, cid, CLIP_CHUNK, skip, c->final_ln, extra,
                                  n_extra, tmp, c->pooled && pooled ? pooled : NULL, env->eval_cb,
                                  env->eval_user);
         free(extra);
@@ -164,6 +169,7 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
                               sdc_cond *out) {
     sd_family *f = self;
     memset(out, 0, sizeof *out);
+    f->batch_src[0] = f->batch_src[1] = NULL; /* a new generation: the batch cache is stale */
     char *clean = NULL;
     sdc_prompt_lora *loras = NULL;
     int n_loras = 0;
@@ -287,14 +293,11 @@ static sdc_status vae_run(sd_family *f, const sdc_stage_env *env, bool decode, c
     tile_job j = {f, env, decode};
     if (!f->tiling_on) return tile_run(&j, in, w, h, out);
     sdc_tiling t;
-    /* tile sizes count latent cells, also when encoding pixels */
+    /* tile sizes count latent cells, also when encoding pixels (sd.cpp doubles them there) */
     int lw = decode ? w : w / 8, lh = decode ? h : h / 8;
-    sdc_status s = sdc_tiling_from_flags(f->tile_size, f->tile_relative, f->tile_overlap, lw, lh, &t);
+    sdc_status s = sdc_tiling_from_flags_ex(f->tile_size, f->tile_relative, f->tile_overlap,
+                                            decode ? 1.0f : 2.0f, lw, lh, &t);
     if (s != SDC_OK) return s;
-    if (!decode) {
-        t.tile_w *= 8;
-        t.tile_h *= 8;
-    }
     return sdc_tiled_apply(in, decode ? vc->z_channels : 3, w, h,
                            decode ? 3 : 2 * vc->z_channels, decode ? 8 : 1, decode ? 1 : 8, &t,
                            tile_run, &j, out);
@@ -440,17 +443,17 @@ static sdc_status load_text(sd_family *f, const sdc_family_load_args *a) {
     switch (f->fam) {
     case SDC_FAMILY_SD1:
         s = load_clip(f, a, 0, l_sd1, "CLIP ViT-L/14");
-        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 49407, true, 1, false};
+        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 49407, true, 1, false, false};
         break;
     case SDC_FAMILY_SD2:
         s = load_clip(f, a, 0, l_sd2, "OpenCLIP ViT-H/14");
-        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 0, true, 2, false};
+        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 0, true, 2, false, false};
         break;
     default:
         s = load_clip(f, a, 0, l_xl, "CLIP ViT-L/14");
         if (s == SDC_OK) s = load_clip(f, a, 1, g_xl, "OpenCLIP ViT-bigG/14");
-        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 49407, false, 2, false};
-        f->clip[1] = (sd_clip){f->clip[1].model, f->clip[1].tok, 0, false, 2, true};
+        f->clip[0] = (sd_clip){f->clip[0].model, f->clip[0].tok, 49407, false, 2, false, false};
+        f->clip[1] = (sd_clip){f->clip[1].model, f->clip[1].tok, 49407, false, 2, true, true};
         break;
     }
     if (s != SDC_OK) return s;

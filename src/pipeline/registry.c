@@ -299,7 +299,7 @@ static const sdc_family_desc k_families[] = {
     {"SD 1.x Inpaint", "sd1_inpaint", SDC_FAMILY_SD1, false, false, LATENT, 4, 512, 512,
      "9 input channels", COMPS(C_DIT("SD1 UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD),
      RULES(R_NE(UNET_CTX, 0, 768), R_NE(UNET_IN0, 2, 9))},
-    {"SD 1.x", "sd1", SDC_FAMILY_SD1, false, false, LATENT, 4, 512, 512,
+    {"SD 1.x", "sd1", SDC_FAMILY_SD1, true, false, LATENT, 4, 512, 512,
      "SD1.4/1.5 and fine-tunes, pix2pix (8 input channels), tiny UNets (BK-SDM), SDXS-512",
      COMPS(C_DIT("SD1 UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD), RULES(R_NE(UNET_CTX, 0, 768))},
 };

@@ -63,7 +63,7 @@ int main(void) {
                model);
         return 77;
     }
-    char *text = t_read_file(GOLDEN("sd1/runs.json"), NULL);
+    char *text = (char *)t_read_file(GOLDEN("sd1/runs.json"), NULL);
     CHECK(text != NULL, "runs.json readable");
     if (!text) TEST_MAIN_END();
     cJSON *root = cJSON_Parse(text);
