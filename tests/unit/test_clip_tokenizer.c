@@ -266,7 +266,8 @@ static int good(sdc_status st, sdc_clip_tokenizer **tp, const char *what) {
     return ok;
 }
 
-static void test_source(const char *tmp, const char *merges, size_t mn) {
+static void test_source(const char *tmp, const char *merges, size_t mn,
+                        const sdc_clip_tokenizer *vj) {
     char root[512], p[1024], model[1024];
     snprintf(root, sizeof root, "%s/src", tmp);
     char home[600];
@@ -365,9 +366,40 @@ static void test_source(const char *tmp, const char *merges, size_t mn) {
     sdc_loader *l = NULL;
     CHECK(sdc_loader_create(&l) == SDC_OK && sdc_loader_add_file(l, p, NULL) == SDC_OK,
           "load gguf: %s", sdc_last_error());
-    t = NULL;
     st = sdc_load_clip_tokenizer(l, model, NULL, 0, &t);
     good(st, &t, "GGUF key tokenizer.clip.merges");
+    sdc_loader_free(l);
+    /* sdc_clip_tokenizer_write_gguf: the real one as clip_l (merges only), a vocabulary that the
+     * merges do not build as clip_g (vocab_json too); read back by the search */
+    const char *tv = "{\"a\":0,\"b</w>\":1,\"ab</w>\":2,\"<|startoftext|>\":3,\"<|endoftext|>\":4}";
+    sdc_clip_tokenizer *tiny = NULL;
+    CHECK(sdc_clip_tokenizer_load_memory(tv, strlen(tv), "a b</w>\n", 8, &tiny) == SDC_OK,
+          "tiny json vocab: %s", sdc_last_error());
+    l = NULL;
+    CHECK(sdc_gguf_writer_create(&w) == SDC_OK &&
+              sdc_clip_tokenizer_write_gguf(vj, 0, w) == SDC_OK &&
+              sdc_clip_tokenizer_write_gguf(tiny, 1, w) == SDC_OK &&
+              sdc_gguf_add_tensor(w, "x", SDC_TYPE_F32, 1, ne, x) == SDC_OK &&
+              sdc_gguf_write_file(w, p) == SDC_OK && sdc_loader_create(&l) == SDC_OK &&
+              sdc_loader_add_file(l, p, NULL) == SDC_OK,
+          "write/read gguf: %s", sdc_last_error());
+    sdc_gguf_writer_free(w);
+    CHECK(l && sdc_loader_find_kv(l, SDC_GGUF_CLIP_L_MERGES, NULL) &&
+              !sdc_loader_find_kv(l, SDC_GGUF_CLIP_L_VOCAB, NULL) &&
+              sdc_loader_find_kv(l, SDC_GGUF_CLIP_G_VOCAB, NULL),
+          "GGUF keys written: clip_l merges only, clip_g merges + vocab");
+    st = sdc_load_clip_tokenizer(l, model, NULL, 0, &t);
+    good(st, &t, "GGUF written by sdc_clip_tokenizer_write_gguf (clip_l)");
+    st = sdc_load_clip_tokenizer(l, model, NULL, 1, &t);
+    int32_t *ids = NULL;
+    int n = 0;
+    CHECK(st == SDC_OK && sdc_clip_tokenize(t, "AB", &ids, &n) == SDC_OK && n == 1 && ids[0] == 2 &&
+              sdc_clip_tokenizer_vocab_size(t) == 5,
+          "clip_g vocab_json round trip");
+    free(ids);
+    sdc_clip_tokenizer_free(t);
+    t = NULL;
+    sdc_clip_tokenizer_free(tiny);
     sdc_loader_free(l);
     unlink(p);
     printf("tokenizer search: done\n");
@@ -439,7 +471,7 @@ int main(void) {
         }
         cJSON_Delete(hf);
     }
-    test_source(tmp, merges, mn);
+    test_source(tmp, merges, mn, vj);
     /* a truncated .gz must fail */
     sdc_clip_tokenizer *tr = NULL;
     CHECK(write_openai_gz(gzp, merges, mn, 1), "write truncated gz");
