@@ -460,6 +460,11 @@ int main(void) {
         same_ids(vj, mg, cases, "merges.txt alone");
         same_ids(vj, gz, cases, "OpenAI-layout .gz written here");
         same_ids(vj, mem, cases, "load_memory");
+        /* a wider local check: SDC_CLIP_EXTRA_IDS = a file in hf_ids.json's format */
+        const char *extra = getenv("SDC_CLIP_EXTRA_IDS");
+        cJSON *ex = extra && *extra ? load_json(extra) : NULL;
+        if (ex) CHECK(run_cases(vj, cJSON_GetObjectItem(ex, "cases"), extra) == 0, "extra ids");
+        cJSON_Delete(ex);
         const char *real = getenv("SDC_CLIP_BPE_GZ");
         sdc_clip_tokenizer *oa = NULL;
         if (real && *real) {
