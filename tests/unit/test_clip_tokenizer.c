@@ -1,11 +1,14 @@
 /* CLIP BPE tokenizer against Hugging Face's CLIPTokenizerFast:
  *  - ${GOLDEN}/sd1/clip_tokens.json (30 prompts, ids from the Rust tokenizers npm package);
- *  - tests/data/clip/hf_ids.json (3000 generated strings, tests/golden/gen_clip_tokens.py);
- * with the real CLIP vocabulary from ${GOLDEN}/sd1/tokenizer loaded five ways (directory,
- * vocab.json + merges.txt, tokenizer.json, merges.txt alone, a .gz written here in OpenAI's
- * bpe_simple_vocab_16e6.txt.gz layout; and OpenAI's own file when SDC_CLIP_BPE_GZ names it).
- * A tiny vocabulary checks BPE by hand-derived ids without the golden dir; malformed files
- * must fail with a message. Exit 77 (skipped) when the golden dir is absent. */
+ *  - tests/data/clip/hf_ids.json (5000 generated strings, tests/golden/gen_clip_tokens.py);
+ *  - SDC_CLIP_EXTRA_IDS: any other file in that format (wider local checks);
+ * with the real CLIP vocabulary from ${GOLDEN}/sd1/tokenizer loaded six ways (directory,
+ * vocab.json + merges.txt, tokenizer.json, merges.txt alone, memory, a .gz written here in
+ * OpenAI's bpe_simple_vocab_16e6.txt.gz layout; and OpenAI's own file when SDC_CLIP_BPE_GZ names
+ * it). A tiny vocabulary checks BPE by hand-derived ids without the golden dir; malformed files
+ * must fail with a message. Then the search of pipeline/clip_tokenizer_source.c (flag, GGUF
+ * keys, diffusers folders, HF cache, Python packages, the nothing-found message) and the GGUF
+ * round trip of sdc_clip_tokenizer_write_gguf. Exit 77 (skipped) when the golden dir is absent. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
