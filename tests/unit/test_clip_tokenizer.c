@@ -463,6 +463,31 @@ int main(void) {
         same_ids(vj, mg, cases, "merges.txt alone");
         same_ids(vj, gz, cases, "OpenAI-layout .gz written here");
         same_ids(vj, mem, cases, "load_memory");
+        /* sd.cpp-compatible mode: HF's ids on ASCII text */
+        sdc_clip_tokenizer *cm = NULL;
+        CHECK(sdc_clip_tokenizer_load(TOKDIR, &cm) == SDC_OK, "compat tokenizer");
+        if (cm) {
+            sdc_clip_tokenizer_set_sdcpp_compat(cm, 1);
+            int n_ascii = 0, bad = 0;
+            const cJSON *c;
+            cJSON_ArrayForEach(c, cases) {
+                const char *s = cJSON_GetArrayItem(c, 0)->valuestring;
+                int ascii = 1;
+                for (const char *q = s; *q; q++) ascii &= (unsigned char)*q < 0x80;
+                if (!ascii) continue;
+                int32_t *ids = NULL;
+                int n = 0;
+                sdc_clip_tokenize(cm, s, &ids, &n);
+                bad += !ids_equal(ids, n, cJSON_GetArrayItem(c, 1), 0);
+                n_ascii++;
+                free(ids);
+            }
+            CHECK(bad == 0 && n_ascii > 100, "sd.cpp mode on ASCII: %d of %d differ from HF", bad,
+                  n_ascii);
+            printf("sd.cpp-compatible mode: HF ids on all %d ASCII strings (%d differ)\n", n_ascii,
+                   bad);
+            sdc_clip_tokenizer_free(cm);
+        }
         /* a wider local check: SDC_CLIP_EXTRA_IDS = a file in hf_ids.json's format */
         const char *extra = getenv("SDC_CLIP_EXTRA_IDS");
         cJSON *ex = extra && *extra ? load_json(extra) : NULL;
