@@ -536,7 +536,7 @@ static sdc_status load_json_file(const char *path, const char *data, size_t size
         } else {
             /* merges as "a b" strings or ["a", "b"] pairs: rebuild the text form */
             size_t cap = 0;
-            int ok = 1, cnt = 0;
+            int ok = 1;
             const cJSON *it;
             cJSON_ArrayForEach(it, merges) {
                 if (cJSON_IsString(it))
@@ -548,7 +548,6 @@ static sdc_status load_json_file(const char *path, const char *data, size_t size
                            strlen(cJSON_GetArrayItem(it, 1)->valuestring) + 2;
                 else
                     ok = 0;
-                cnt++;
             }
             char *txt = ok ? malloc(cap + 1) : NULL;
             if (!ok) {
@@ -568,7 +567,6 @@ static sdc_status load_json_file(const char *path, const char *data, size_t size
                 st = build(vocab, cJSON_IsArray(added) ? added : NULL, txt, p, path, out);
                 free(txt);
             }
-            (void)cnt;
         }
     } else { /* vocab.json: merges.txt must sit beside it */
         char mpath[4200];
