@@ -8,7 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/log.h"
+#include "io/gguf.h"
 #include "io/model_loader.h"
 
 typedef struct {
@@ -243,4 +246,39 @@ sdc_status sdc_load_clip_tokenizer(const struct sdc_loader *l, const char *model
                    model_path && *model_path ? model_path : "(no model file)", tried->buf);
     free(tried);
     return err;
+}
+
+/* Whether t's vocabulary is exactly the one its merges build. */
+static int vocab_from_merges(const sdc_clip_tokenizer *t, const char *merges, size_t mn) {
+    sdc_clip_tokenizer *b = NULL;
+    if (sdc_clip_tokenizer_load_memory(NULL, 0, merges, mn, &b) != SDC_OK) return 0;
+    int same = sdc_clip_tokenizer_vocab_size(b) == sdc_clip_tokenizer_vocab_size(t);
+    for (int32_t i = 0; same && i < sdc_clip_tokenizer_vocab_size(t); i++)
+        same = !strcmp(sdc_clip_tokenizer_token(b, i), sdc_clip_tokenizer_token(t, i));
+    sdc_clip_tokenizer_free(b);
+    return same;
+}
+
+sdc_status sdc_clip_tokenizer_write_gguf(const sdc_clip_tokenizer *t, int which,
+                                         struct sdc_gguf_writer *w) {
+    char *merges = NULL;
+    size_t mn = 0;
+    sdc_status st = sdc_clip_tokenizer_merges_text(t, &merges, &mn);
+    if (st) return st;
+    st = sdc_gguf_set_strn(w, which ? SDC_GGUF_CLIP_G_MERGES : SDC_GGUF_CLIP_L_MERGES, merges, mn);
+    if (!st && !vocab_from_merges(t, merges, mn)) {
+        cJSON *o = cJSON_CreateObject();
+        for (int32_t i = 0; o && i < sdc_clip_tokenizer_vocab_size(t); i++)
+            if (!cJSON_AddNumberToObject(o, sdc_clip_tokenizer_token(t, i), (double)i)) {
+                cJSON_Delete(o);
+                o = NULL;
+            }
+        char *js = o ? cJSON_PrintUnformatted(o) : NULL;
+        st = js ? sdc_gguf_set_str(w, which ? SDC_GGUF_CLIP_G_VOCAB : SDC_GGUF_CLIP_L_VOCAB, js)
+                : sdc_fail(SDC_ERR_NO_MEMORY, "clip tokenizer: vocab.json for the GGUF");
+        free(js);
+        cJSON_Delete(o);
+    }
+    free(merges);
+    return st;
 }

@@ -42,7 +42,14 @@
  * skipped with a warning. When nothing is found: an error listing every place tried and where
  * to get the files. */
 struct sdc_loader;
+struct sdc_gguf_writer;
 sdc_status sdc_load_clip_tokenizer(const struct sdc_loader *l, const char *model_path,
                                    const char *explicit_path, int which, sdc_clip_tokenizer **out);
+
+/* For -M convert: writes t into a GGUF being written under the keys above (which = 0: the
+ * clip_l names, 1: the clip_g names): the merges always, the vocab.json only when the vocabulary
+ * is not the one the merges build (never for OpenAI's CLIP). */
+sdc_status sdc_clip_tokenizer_write_gguf(const sdc_clip_tokenizer *t, int which,
+                                         struct sdc_gguf_writer *w);
 
 #endif

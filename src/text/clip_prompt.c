@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/log.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
 
 static char *dup_n(const char *s, size_t n) {
@@ -447,6 +448,48 @@ void sdc_clip_embeddings_free(sdc_clip_embedding *e, int n) {
     free(e);
 }
 
+static sdc_status embedding_bad(const char *path, int dim, const char *key) {
+    if (key)
+        return sdc_fail(SDC_ERR_FORMAT,
+                        "%s: textual-inversion embedding has no tensor '%s' of width %d", path, key,
+                        dim);
+    return sdc_fail(SDC_ERR_FORMAT,
+                    "%s: textual-inversion embedding has no tensor of width %d (the text "
+                    "encoder's); is it for another model?",
+                    path, dim);
+}
+
+/* The same choice of tensor in a GGUF (ne[0] innermost), any type with a to_float. */
+static sdc_status embedding_from_gguf(const char *path, int dim, const char *key,
+                                      sdc_clip_embedding *e) {
+    sdc_gguf_file *f = NULL;
+    sdc_status st = sdc_gguf_open(path, &f);
+    if (st) return st;
+    const sdc_gguf_tensor *best = NULL;
+    if (key) {
+        best = sdc_gguf_find_tensor(f, key);
+    } else {
+        for (int i = 0; i < sdc_gguf_tensor_count(f); i++) {
+            const sdc_gguf_tensor *x = sdc_gguf_tensor_at(f, i);
+            if (x->ne[0] == dim && (!best || strcmp(x->name, best->name) > 0)) best = x;
+        }
+    }
+    int64_t numel = 1;
+    for (int d = 0; best && d < SDC_GGUF_MAX_DIMS; d++) numel *= best->ne[d];
+    const sdc_type_traits *tr = best ? sdc_type_get(best->type) : NULL;
+    if (!best || best->ne[0] != dim || numel <= 0 || numel / dim > 1 << 16 || !tr ||
+        !tr->to_float || numel % tr->block_size) {
+        sdc_gguf_close(f);
+        return embedding_bad(path, dim, key);
+    }
+    e->n_vectors = (int)(numel / dim);
+    e->dim = dim;
+    e->data = malloc((size_t)numel * sizeof *e->data);
+    if (e->data) tr->to_float(best->data, e->data, numel);
+    sdc_gguf_close(f);
+    return e->data ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "%s", path);
+}
+
 /* The tensor of an embedding file: `key`, else the last by name with innermost size dim. */
 static sdc_status embedding_from_file(const char *path, int dim, const char *key,
                                       sdc_clip_embedding *e) {
@@ -468,14 +511,7 @@ static sdc_status embedding_from_file(const char *path, int dim, const char *key
     if (!best || best->ndim < 1 || best->shape[best->ndim - 1] != dim || numel <= 0 ||
         numel / dim > 1 << 16) {
         sdc_st_close(f);
-        if (key)
-            return sdc_fail(SDC_ERR_FORMAT,
-                            "%s: textual-inversion embedding has no tensor '%s' of width %d", path,
-                            key, dim);
-        return sdc_fail(SDC_ERR_FORMAT,
-                        "%s: textual-inversion embedding has no tensor of width %d (the text "
-                        "encoder's); is it for another model?",
-                        path, dim);
+        return embedding_bad(path, dim, key);
     }
     e->n_vectors = (int)(numel / dim);
     e->dim = dim;
@@ -564,7 +600,7 @@ sdc_status sdc_clip_embeddings_load(const char *dir, const char *prompt, int dim
         }
         char path[4300];
         snprintf(path, sizeof path, "%s/%s.%s", dir, stem, ext);
-        if (strcmp(ext, "safetensors")) {
+        if (strcmp(ext, "safetensors") && strcmp(ext, "gguf")) {
             SDC_LOGW("%s: textual-inversion embeddings in .%s files are not supported; '%s' stays "
                      "plain text (convert it to .safetensors)",
                      path, ext, stem);
@@ -575,9 +611,11 @@ sdc_status sdc_clip_embeddings_load(const char *dir, const char *prompt, int dim
         int k = 0;
         while (k < cnt && strcmp(e[k].name, name)) k++;
         sdc_clip_embedding x = {name, 0, 0, NULL};
-        st = embedding_from_file(path, dim, key, &x);
+        st = !strcmp(ext, "gguf") ? embedding_from_gguf(path, dim, key, &x)
+                                  : embedding_from_file(path, dim, key, &x);
         if (st) {
             free(name);
+            free(x.data);
             break;
         }
         if (k < cnt) {

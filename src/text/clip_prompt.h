@@ -89,8 +89,8 @@ int sdc_clip_chunk_zero_after_eos(int32_t *chunk_ids, int n, int32_t eos, int32_
  * chunk (sd.cpp's means are per chunk). */
 void sdc_clip_apply_weights(float *hidden, int n, int dim, const float *weights);
 
-/* Loads the embeddings of directory `dir` (regular files NAME.safetensors; sd.cpp also lists
- * .pt/.ckpt/.gguf, which are skipped with a warning when their name is used) whose lower-cased
+/* Loads the embeddings of directory `dir` (files NAME.safetensors and NAME.gguf; sd.cpp also
+ * lists .pt/.ckpt, which are skipped with a warning when their name is used) whose lower-cased
  * stem occurs in the normalised prompt, sorted by stem (sd.cpp's std::map order, which decides
  * ties between names matching at the same place). The tensor: `key` when given (SDXL files
  * hold "clip_l" [n,768] and "clip_g" [n,1280]), else the tensor(s) whose innermost size is

@@ -36,6 +36,7 @@ struct sdc_clip_tokenizer {
     pair_map merges;
     int32_t bos, eos;
     int32_t byte_id[256], byte_id_w[256]; /* "c" and "c</w>" of each byte's character */
+    int sdcpp; /* sd.cpp's byte-wise normaliser and ASCII split classes */
 };
 
 /* ---- GPT-2 byte characters ---- */
@@ -535,7 +536,7 @@ static sdc_status load_json_file(const char *path, const char *data, size_t size
         } else {
             /* merges as "a b" strings or ["a", "b"] pairs: rebuild the text form */
             size_t cap = 0;
-            int ok = 1, cnt = 0;
+            int ok = 1;
             const cJSON *it;
             cJSON_ArrayForEach(it, merges) {
                 if (cJSON_IsString(it))
@@ -547,7 +548,6 @@ static sdc_status load_json_file(const char *path, const char *data, size_t size
                            strlen(cJSON_GetArrayItem(it, 1)->valuestring) + 2;
                 else
                     ok = 0;
-                cnt++;
             }
             char *txt = ok ? malloc(cap + 1) : NULL;
             if (!ok) {
@@ -567,7 +567,6 @@ static sdc_status load_json_file(const char *path, const char *data, size_t size
                 st = build(vocab, cJSON_IsArray(added) ? added : NULL, txt, p, path, out);
                 free(txt);
             }
-            (void)cnt;
         }
     } else { /* vocab.json: merges.txt must sit beside it */
         char mpath[4200];
@@ -625,6 +624,10 @@ sdc_status sdc_clip_tokenizer_load(const char *path, sdc_clip_tokenizer **out) {
                     "%s: holds none of vocab.json (+ merges.txt), tokenizer.json, merges.txt, "
                     "bpe_simple_vocab_16e6.txt.gz",
                     path);
+}
+
+void sdc_clip_tokenizer_set_sdcpp_compat(sdc_clip_tokenizer *t, int on) {
+    t->sdcpp = on != 0;
 }
 
 int32_t sdc_clip_tokenizer_bos(const sdc_clip_tokenizer *t) {
@@ -734,6 +737,28 @@ static sdc_status normalize(const char *s, size_t len, int32_t **out, size_t *n_
     return SDC_OK;
 }
 
+/* sd.cpp's normaliser, on bytes: runs of ASCII whitespace to one ' ', stripped, ASCII lower
+ * case. Each byte becomes one "code point" 0..255. */
+static sdc_status normalize_sdcpp(const char *s, size_t len, int32_t **out, size_t *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    int32_t *o = malloc((len + 1) * sizeof *o);
+    if (!o) return sdc_fail(SDC_ERR_NO_MEMORY, "clip tokenizer: text of %zu bytes", len);
+    size_t m = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t c = (uint8_t)s[i];
+        if (c == ' ' || (c >= '\t' && c <= '\r')) {
+            if (m && o[m - 1] != ' ') o[m++] = ' ';
+            continue;
+        }
+        o[m++] = c >= 'A' && c <= 'Z' ? c + 32 : c;
+    }
+    if (m && o[m - 1] == ' ') m--;
+    *out = o;
+    *n_out = m;
+    return SDC_OK;
+}
+
 typedef struct {
     int32_t rank, pos, a, b, id;
 } merge_cand;
@@ -816,8 +841,17 @@ static int bpe_word(const sdc_clip_tokenizer *t, const uint8_t *w, int n, ivec *
     return ok;
 }
 
-static int is_split_other(int32_t c) {
-    return !sdc_unicode_is_whitespace(c) && !sdc_ucd_is_letter(c) && !sdc_ucd_is_number(c);
+/* The split regex's classes: 0 whitespace, 1 letter, 2 number, 3 other. sd.cpp's std::regex
+ * works on bytes with the C locale's ASCII classes (its "code points" here are bytes). */
+static int split_class(int sdcpp, int32_t c) {
+    if (sdcpp) {
+        if (c == ' ' || (c >= '\t' && c <= '\r')) return 0;
+        if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return 1;
+        return c >= '0' && c <= '9' ? 2 : 3;
+    }
+    if (sdc_unicode_is_whitespace(c)) return 0;
+    if (sdc_ucd_is_letter(c)) return 1;
+    return sdc_ucd_is_number(c) ? 2 : 3;
 }
 
 /* Length of the contraction at s[0..n) ('s 't 're 've 'm 'll 'd), 0 if none. */
@@ -835,15 +869,13 @@ static int encode_segment(const sdc_clip_tokenizer *t, const int32_t *s, size_t 
     size_t i = 0;
     while (i < n) {
         size_t l;
+        int k = split_class(t->sdcpp, s[i]);
         if ((l = contraction(s + i, n - i)) != 0) {
-        } else if (sdc_ucd_is_letter(s[i])) {
+        } else if (k == 1 || k == 3) { /* runs of letters, runs of others */
             l = 1;
-            while (i + l < n && sdc_ucd_is_letter(s[i + l])) l++;
-        } else if (sdc_ucd_is_number(s[i])) {
+            while (i + l < n && split_class(t->sdcpp, s[i + l]) == k) l++;
+        } else if (k == 2) {
             l = 1;
-        } else if (is_split_other(s[i])) {
-            l = 1;
-            while (i + l < n && is_split_other(s[i + l])) l++;
         } else {
             i++; /* whitespace: not matched, dropped */
             continue;
@@ -855,7 +887,12 @@ static int encode_segment(const sdc_clip_tokenizer *t, const int32_t *s, size_t 
             *buf_cap = l * 4 + 16;
         }
         size_t nb = 0;
-        for (size_t k = 0; k < l; k++) nb += put_utf8((char *)*buf + nb, s[i + k]);
+        for (size_t j = 0; j < l; j++) {
+            if (t->sdcpp)
+                (*buf)[nb++] = (uint8_t)s[i + j];
+            else
+                nb += put_utf8((char *)*buf + nb, s[i + j]);
+        }
         if (nb > (size_t)1 << 30 || !bpe_word(t, *buf, (int)nb, out)) return 0;
         i += l;
     }
@@ -880,9 +917,12 @@ sdc_status sdc_clip_tokenize_ex(const sdc_clip_tokenizer *t, const char *text, s
     for (int k = 0; k < n_spec && !st; k++) {
         const char *s = k == 0 ? "<|startoftext|>" : k == 1 ? "<|endoftext|>" : extra[k - 2];
         if (!s) s = "";
-        st = normalize(s, strlen(s), &spec[k], &spec_n[k]);
+        st = t->sdcpp ? normalize_sdcpp(s, strlen(s), &spec[k], &spec_n[k])
+                      : normalize(s, strlen(s), &spec[k], &spec_n[k]);
     }
-    if (!st) st = normalize(text ? text : "", len, &cps, &ncp);
+    if (!st)
+        st = t->sdcpp ? normalize_sdcpp(text ? text : "", len, &cps, &ncp)
+                      : normalize(text ? text : "", len, &cps, &ncp);
     size_t pos = 0;
     while (!st && pos < ncp) {
         /* earliest special match; ties go to the first in the list */

@@ -34,6 +34,11 @@ sdc_status sdc_clip_tokenizer_load_memory(const char *vocab_json, size_t vocab_l
                                           const char *merges, size_t merges_len,
                                           sdc_clip_tokenizer **out);
 void sdc_clip_tokenizer_free(sdc_clip_tokenizer *t);
+/* on = 1: tokenize as sd.cpp does instead of HF (for reproducing sd.cpp bit for bit): on bytes,
+ * no NFC, ASCII whitespace collapsed and stripped, ASCII lower case, ASCII letter/digit/space
+ * classes in the split (so a non-ASCII letter joins the neighbouring punctuation / other bytes).
+ * Same ids as HF for ASCII text. Set it before sharing the tokenizer between threads. */
+void sdc_clip_tokenizer_set_sdcpp_compat(sdc_clip_tokenizer *t, int on);
 int32_t sdc_clip_tokenizer_bos(const sdc_clip_tokenizer *t);        /* <|startoftext|> 49406 */
 int32_t sdc_clip_tokenizer_eos(const sdc_clip_tokenizer *t);        /* <|endoftext|> 49407 */
 int32_t sdc_clip_tokenizer_vocab_size(const sdc_clip_tokenizer *t); /* 49408 */

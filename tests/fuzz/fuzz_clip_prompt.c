@@ -12,11 +12,20 @@
 static const char kMerges[] = "#version: 0.2\nc a\nca t</w>\nt h\nth e</w>\ne r\nl o\nlo w</w>\n"
                               "i n\nin g</w>\n' s</w>\nÃ ©</w>\nb r\nbr e\nbre a\nbrea k</w>\n";
 
+/* mode 0: HF semantics, 1: sd.cpp-compatible */
+static sdc_clip_tokenizer *tiny_mode(int mode) {
+    static sdc_clip_tokenizer *t[2];
+    if (!t[mode]) {
+        if (sdc_clip_tokenizer_load_memory(NULL, 0, kMerges, sizeof kMerges - 1, &t[mode]) !=
+            SDC_OK)
+            abort();
+        sdc_clip_tokenizer_set_sdcpp_compat(t[mode], mode);
+    }
+    return t[mode];
+}
+
 static sdc_clip_tokenizer *tiny(void) {
-    static sdc_clip_tokenizer *t;
-    if (!t && sdc_clip_tokenizer_load_memory(NULL, 0, kMerges, sizeof kMerges - 1, &t) != SDC_OK)
-        abort();
-    return t;
+    return tiny_mode(0);
 }
 
 static void prompt_paths(const char *text) {
@@ -64,11 +73,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* plain tokenize over the bytes, NULs included */
     int32_t *ids = NULL;
     int n = 0;
-    if (sdc_clip_tokenize_ex(tiny(), text, size, NULL, 0, &ids, &n) == SDC_OK) {
-        for (int i = 0; i < n; i++)
-            if (ids[i] < 0 || ids[i] >= sdc_clip_tokenizer_vocab_size(tiny())) abort();
-        free(ids);
-    }
+    static const char *const names[] = {"emb", "Ca", ""};
+    for (int mode = 0; mode < 2; mode++)
+        if (sdc_clip_tokenize_ex(tiny_mode(mode), text, size, names, 3, &ids, &n) == SDC_OK) {
+            for (int i = 0; i < n; i++)
+                if (ids[i] < -3 || ids[i] >= sdc_clip_tokenizer_vocab_size(tiny())) abort();
+            free(ids);
+        }
     /* as merges text, then as a vocab.json with fixed merges */
     static const char sample[] = "a cat's <|endoftext|> Café 日本 12 !!";
     sdc_clip_tokenizer *t = NULL;

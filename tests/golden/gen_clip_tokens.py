@@ -14,8 +14,12 @@ U+2028), precomposed and combining accents (NFC), Latin/Greek/Cyrillic (final si
 sharp s), CJK, Hangul syllables and jamo, Devanagari and Arabic (combining marks split \\p{L}
 runs), digits of other scripts, superscripts and Roman numerals (\\p{N}), emoji (ZWJ, skin tones,
 flags), the special tokens in upper and lower case, invalid-looking escapes. Only characters
-of Unicode 9 or older are used, so Unicode-version differences between this machine's Python
-and the Rust crates do not enter.
+of Unicode 9 or older are used there.
+
+Then n/3 random sequences of letters, jamo and combining marks (NFC reordering/composition) and
+n/3 strings of random assigned code points below U+30000 (every script's classes and case).
+Those use this Python's Unicode data (the list is fixed by the seed); the C tables
+(src/text/gen_clip_unicode.py) come from the same, and the Rust crates agreed on all of them.
 
 Re-run:  python3 tests/golden/gen_clip_tokens.py [--golden /work/shared/golden] [--n 3000]
 """
@@ -88,6 +92,30 @@ def make_strings(n, seed):
     return out
 
 
+def make_combining(n, seed):
+    """Letters, Hangul jamo/syllables and combining marks in random order: NFC reordering and
+    composition (also of non-adjacent marks), U+0130, Kelvin/Angstrom/Ohm singletons."""
+    r = random.Random(seed)
+    marks = list(range(0x300, 0x370)) + [0x591, 0x5B0, 0x5BC, 0x5C1, 0x93C, 0x94D, 0x1DC0, 0x20D0,
+                                          0x302A, 0x3099, 0x309A]
+    bases = (list(range(0x41, 0x5B)) + list(range(0xC0, 0x180)) + list(range(0x391, 0x3A9)) +
+             list(range(0x1100, 0x1113)) + list(range(0x1161, 0x1176)) + list(range(0x11A8, 0x11C3)) +
+             list(range(0xAC00, 0xAC40)) + [0x3046, 0x304B, 0x30A6, 0x928, 0x5D0, 0x1E9E, 0x130,
+                                            0x212B, 0x2126, 0x212A, 0xFB01, 0x1F00, 0x1FB3])
+    return ["".join(chr(r.choice(marks)) if r.random() < 0.45 else chr(r.choice(bases))
+                    for _ in range(r.randint(1, 10))) for _ in range(n)]
+
+
+def make_random_codepoints(n, seed):
+    """Any assigned, non-private code point below U+30000 (Python's Unicode data), with some
+    ASCII between: the letter / number / whitespace classes and lower case of every script."""
+    import unicodedata as u
+    r = random.Random(seed)
+    pool = [c for c in range(0x20, 0x30000) if u.category(chr(c)) not in ("Cs", "Co", "Cn")]
+    return ["".join(chr(r.choice(pool)) if r.random() < 0.7 else r.choice(" aB1's.")
+                    for _ in range(r.randint(1, 12))) for _ in range(n)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--golden", default=os.path.join(HERE, "..", "..", "..", "shared", "golden"))
@@ -110,7 +138,8 @@ def main():
 
         def enc(s):
             return t.encode(s, add_special_tokens=False).ids
-    strings = make_strings(a.n, a.seed)
+    strings = (make_strings(a.n, a.seed) + make_combining(a.n // 3, a.seed + 1) +
+               make_random_codepoints(a.n // 3, a.seed + 2))
     cases = [[s, enc(s)] for s in strings]
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w", encoding="utf-8") as f:

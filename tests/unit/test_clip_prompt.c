@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/status.h"
+#include "io/gguf.h"
 #include "test_util.h"
 #include "text/clip_prompt.h"
 
@@ -175,7 +176,7 @@ static void test_zero_after_eos(void) {
 
 /* ---- golden ---- */
 
-static void test_golden(const sdc_clip_tokenizer *t) {
+static void test_golden(const sdc_clip_tokenizer *t, int sdcpp_mode) {
     size_t size = 0;
     char *s = (char *)t_read_file(GOLDEN("sd1/clip_tokens.json"), &size);
     cJSON *j = s ? cJSON_ParseWithLength(s, size) : NULL;
@@ -209,7 +210,8 @@ static void test_golden(const sdc_clip_tokenizer *t) {
         int nw = cJSON_GetArraySize(want_ids);
         int32_t *exp = malloc((size_t)nw * sizeof *exp);
         for (int i = 0; i < nw; i++) exp[i] = cJSON_GetArrayItem(want_ids, i)->valueint;
-        int follow_hf = !strcmp(id, "t14") || !strcmp(id, "t17") || !strcmp(id, "t18");
+        int follow_hf =
+            !sdcpp_mode && (!strcmp(id, "t14") || !strcmp(id, "t17") || !strcmp(id, "t18"));
         if (follow_hf) {
             const cJSON *hf = cJSON_GetObjectItem(c, "ids"); /* BOS ... EOS */
             int nh = cJSON_GetArraySize(hf);
@@ -240,10 +242,11 @@ static void test_golden(const sdc_clip_tokenizer *t) {
         sdc_clip_tokens_free(&tk);
         free(exp);
     }
-    printf("clip_tokens.json: %d/%d parses and %d/%d chunk sets (ids + exact weights) equal "
-           "sd.cpp's (%d "
-           "with HF ids for non-ASCII letters)\n",
-           parsed_ok, n_cases, chunks_ok, n_cases, hf_followed);
+    printf(
+        "clip_tokens.json, %s tokenizer: %d/%d parses and %d/%d chunk sets (ids + exact weights) "
+        "equal sd.cpp's (%d with HF ids for non-ASCII letters)\n",
+        sdcpp_mode ? "sd.cpp-compatible" : "HF", parsed_ok, n_cases, chunks_ok, n_cases,
+        hf_followed);
     cJSON_Delete(j);
 }
 
@@ -323,6 +326,52 @@ static void test_embeddings(const sdc_clip_tokenizer *t, const char *tmp) {
         printf("textual inversion: 'mystyle' -> ids 49408, 49409 (2 vectors of 768)\n");
     }
     sdc_clip_embeddings_free(e, n);
+    /* SDXL: clip_l / clip_g in one file, by key; a GGUF embedding */
+    static float gl[768], gg[2 * 1280];
+    for (int i = 0; i < 768; i++) gl[i] = (float)i;
+    for (int i = 0; i < 2 * 1280; i++) gg[i] = -(float)i;
+    char hdr[300];
+    int hl = snprintf(
+        hdr, sizeof hdr,
+        "{\"clip_g\":{\"dtype\":\"F32\",\"shape\":[2,1280],\"data_offsets\":[0,10240]},"
+        "\"clip_l\":{\"dtype\":\"F32\",\"shape\":[1,768],\"data_offsets\":[10240,13312]}}");
+    while (hl % 8) hdr[hl++] = ' ';
+    snprintf(p, sizeof p, "%s/xl.safetensors", tmp);
+    FILE *f = fopen(p, "wb");
+    uint64_t hn = (uint64_t)hl;
+    fwrite(&hn, 8, 1, f);
+    fwrite(hdr, 1, (size_t)hl, f);
+    fwrite(gg, 4, 2 * 1280, f);
+    fwrite(gl, 4, 768, f);
+    fclose(f);
+    st = sdc_clip_embeddings_load(tmp, "an xl photo", 1280, "clip_g", &e, &n);
+    CHECK(st == SDC_OK && n == 1 && e[0].n_vectors == 2 && e[0].data[1] == -1 &&
+              e[0].data[2559] == -2559,
+          "SDXL clip_g by key: %s", sdc_last_error());
+    sdc_clip_embeddings_free(e, n);
+    st = sdc_clip_embeddings_load(tmp, "an xl photo", 768, "clip_l", &e, &n);
+    CHECK(st == SDC_OK && n == 1 && e[0].n_vectors == 1 && e[0].data[767] == 767,
+          "SDXL clip_l by key");
+    sdc_clip_embeddings_free(e, n);
+    sdc_gguf_writer *w = NULL;
+    int64_t ne[2] = {768, 3};
+    snprintf(p, sizeof p, "%s/GStyle.gguf", tmp);
+    static float g3[3 * 768];
+    for (int i = 0; i < 3 * 768; i++) g3[i] = 0.5f * (float)i;
+    CHECK(sdc_gguf_writer_create(&w) == SDC_OK &&
+              sdc_gguf_add_tensor(w, "emb_params", SDC_TYPE_F32, 2, ne, g3) == SDC_OK &&
+              sdc_gguf_write_file(w, p) == SDC_OK,
+          "write gguf embedding");
+    sdc_gguf_writer_free(w);
+    st = sdc_clip_embeddings_load(tmp, "gstyle", 768, NULL, &e, &n);
+    CHECK(st == SDC_OK && n == 1 && !strcmp(e[0].name, "gstyle") && e[0].n_vectors == 3 &&
+              e[0].data[2303] == 1151.5f,
+          "gguf embedding: %s", sdc_last_error());
+    sdc_clip_embeddings_free(e, n);
+    printf("textual inversion: SDXL clip_l/clip_g by key, GGUF embedding: done\n");
+    unlink(p);
+    snprintf(p, sizeof p, "%s/xl.safetensors", tmp);
+    unlink(p);
     st = sdc_clip_embeddings_load(tmp, "bad", 768, NULL, &e, &n);
     CHECK(st != SDC_OK && strstr(sdc_last_error(), "width 768"), "wrong width rejected: %s",
           sdc_last_error());
@@ -358,7 +407,14 @@ int main(void) {
     sdc_clip_tokenizer *t = NULL;
     CHECK(sdc_clip_tokenizer_load(TOKDIR, &t) == SDC_OK, "tokenizer: %s", sdc_last_error());
     if (t) {
-        test_golden(t);
+        test_golden(t, 0);
+        sdc_clip_tokenizer *c = NULL;
+        CHECK(sdc_clip_tokenizer_load(TOKDIR, &c) == SDC_OK, "tokenizer: %s", sdc_last_error());
+        if (c) {
+            sdc_clip_tokenizer_set_sdcpp_compat(c, 1);
+            test_golden(c, 1);
+            sdc_clip_tokenizer_free(c);
+        }
         test_padding(t);
         test_embeddings(t, tmp);
     }

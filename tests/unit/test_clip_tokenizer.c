@@ -1,11 +1,14 @@
 /* CLIP BPE tokenizer against Hugging Face's CLIPTokenizerFast:
  *  - ${GOLDEN}/sd1/clip_tokens.json (30 prompts, ids from the Rust tokenizers npm package);
- *  - tests/data/clip/hf_ids.json (3000 generated strings, tests/golden/gen_clip_tokens.py);
- * with the real CLIP vocabulary from ${GOLDEN}/sd1/tokenizer loaded five ways (directory,
- * vocab.json + merges.txt, tokenizer.json, merges.txt alone, a .gz written here in OpenAI's
- * bpe_simple_vocab_16e6.txt.gz layout; and OpenAI's own file when SDC_CLIP_BPE_GZ names it).
- * A tiny vocabulary checks BPE by hand-derived ids without the golden dir; malformed files
- * must fail with a message. Exit 77 (skipped) when the golden dir is absent. */
+ *  - tests/data/clip/hf_ids.json (5000 generated strings, tests/golden/gen_clip_tokens.py);
+ *  - SDC_CLIP_EXTRA_IDS: any other file in that format (wider local checks);
+ * with the real CLIP vocabulary from ${GOLDEN}/sd1/tokenizer loaded six ways (directory,
+ * vocab.json + merges.txt, tokenizer.json, merges.txt alone, memory, a .gz written here in
+ * OpenAI's bpe_simple_vocab_16e6.txt.gz layout; and OpenAI's own file when SDC_CLIP_BPE_GZ names
+ * it). A tiny vocabulary checks BPE by hand-derived ids without the golden dir; malformed files
+ * must fail with a message. Then the search of pipeline/clip_tokenizer_source.c (flag, GGUF
+ * keys, diffusers folders, HF cache, Python packages, the nothing-found message) and the GGUF
+ * round trip of sdc_clip_tokenizer_write_gguf. Exit 77 (skipped) when the golden dir is absent. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -266,7 +269,8 @@ static int good(sdc_status st, sdc_clip_tokenizer **tp, const char *what) {
     return ok;
 }
 
-static void test_source(const char *tmp, const char *merges, size_t mn) {
+static void test_source(const char *tmp, const char *merges, size_t mn,
+                        const sdc_clip_tokenizer *vj) {
     char root[512], p[1024], model[1024];
     snprintf(root, sizeof root, "%s/src", tmp);
     char home[600];
@@ -365,9 +369,40 @@ static void test_source(const char *tmp, const char *merges, size_t mn) {
     sdc_loader *l = NULL;
     CHECK(sdc_loader_create(&l) == SDC_OK && sdc_loader_add_file(l, p, NULL) == SDC_OK,
           "load gguf: %s", sdc_last_error());
-    t = NULL;
     st = sdc_load_clip_tokenizer(l, model, NULL, 0, &t);
     good(st, &t, "GGUF key tokenizer.clip.merges");
+    sdc_loader_free(l);
+    /* sdc_clip_tokenizer_write_gguf: the real one as clip_l (merges only), a vocabulary that the
+     * merges do not build as clip_g (vocab_json too); read back by the search */
+    const char *tv = "{\"a\":0,\"b</w>\":1,\"ab</w>\":2,\"<|startoftext|>\":3,\"<|endoftext|>\":4}";
+    sdc_clip_tokenizer *tiny = NULL;
+    CHECK(sdc_clip_tokenizer_load_memory(tv, strlen(tv), "a b</w>\n", 8, &tiny) == SDC_OK,
+          "tiny json vocab: %s", sdc_last_error());
+    l = NULL;
+    CHECK(sdc_gguf_writer_create(&w) == SDC_OK &&
+              sdc_clip_tokenizer_write_gguf(vj, 0, w) == SDC_OK &&
+              sdc_clip_tokenizer_write_gguf(tiny, 1, w) == SDC_OK &&
+              sdc_gguf_add_tensor(w, "x", SDC_TYPE_F32, 1, ne, x) == SDC_OK &&
+              sdc_gguf_write_file(w, p) == SDC_OK && sdc_loader_create(&l) == SDC_OK &&
+              sdc_loader_add_file(l, p, NULL) == SDC_OK,
+          "write/read gguf: %s", sdc_last_error());
+    sdc_gguf_writer_free(w);
+    CHECK(l && sdc_loader_find_kv(l, SDC_GGUF_CLIP_L_MERGES, NULL) &&
+              !sdc_loader_find_kv(l, SDC_GGUF_CLIP_L_VOCAB, NULL) &&
+              sdc_loader_find_kv(l, SDC_GGUF_CLIP_G_VOCAB, NULL),
+          "GGUF keys written: clip_l merges only, clip_g merges + vocab");
+    st = sdc_load_clip_tokenizer(l, model, NULL, 0, &t);
+    good(st, &t, "GGUF written by sdc_clip_tokenizer_write_gguf (clip_l)");
+    st = sdc_load_clip_tokenizer(l, model, NULL, 1, &t);
+    int32_t *ids = NULL;
+    int n = 0;
+    CHECK(st == SDC_OK && sdc_clip_tokenize(t, "AB", &ids, &n) == SDC_OK && n == 1 && ids[0] == 2 &&
+              sdc_clip_tokenizer_vocab_size(t) == 5,
+          "clip_g vocab_json round trip");
+    free(ids);
+    sdc_clip_tokenizer_free(t);
+    t = NULL;
+    sdc_clip_tokenizer_free(tiny);
     sdc_loader_free(l);
     unlink(p);
     printf("tokenizer search: done\n");
@@ -428,6 +463,36 @@ int main(void) {
         same_ids(vj, mg, cases, "merges.txt alone");
         same_ids(vj, gz, cases, "OpenAI-layout .gz written here");
         same_ids(vj, mem, cases, "load_memory");
+        /* sd.cpp-compatible mode: HF's ids on ASCII text */
+        sdc_clip_tokenizer *cm = NULL;
+        CHECK(sdc_clip_tokenizer_load(TOKDIR, &cm) == SDC_OK, "compat tokenizer");
+        if (cm) {
+            sdc_clip_tokenizer_set_sdcpp_compat(cm, 1);
+            int n_ascii = 0, bad = 0;
+            const cJSON *c;
+            cJSON_ArrayForEach(c, cases) {
+                const char *s = cJSON_GetArrayItem(c, 0)->valuestring;
+                int ascii = 1;
+                for (const char *q = s; *q; q++) ascii &= (unsigned char)*q < 0x80;
+                if (!ascii) continue;
+                int32_t *ids = NULL;
+                int n = 0;
+                sdc_clip_tokenize(cm, s, &ids, &n);
+                bad += !ids_equal(ids, n, cJSON_GetArrayItem(c, 1), 0);
+                n_ascii++;
+                free(ids);
+            }
+            CHECK(bad == 0 && n_ascii > 100, "sd.cpp mode on ASCII: %d of %d differ from HF", bad,
+                  n_ascii);
+            printf("sd.cpp-compatible mode: HF ids on all %d ASCII strings (%d differ)\n", n_ascii,
+                   bad);
+            sdc_clip_tokenizer_free(cm);
+        }
+        /* a wider local check: SDC_CLIP_EXTRA_IDS = a file in hf_ids.json's format */
+        const char *extra = getenv("SDC_CLIP_EXTRA_IDS");
+        cJSON *ex = extra && *extra ? load_json(extra) : NULL;
+        if (ex) CHECK(run_cases(vj, cJSON_GetObjectItem(ex, "cases"), extra) == 0, "extra ids");
+        cJSON_Delete(ex);
         const char *real = getenv("SDC_CLIP_BPE_GZ");
         sdc_clip_tokenizer *oa = NULL;
         if (real && *real) {
@@ -439,7 +504,7 @@ int main(void) {
         }
         cJSON_Delete(hf);
     }
-    test_source(tmp, merges, mn);
+    test_source(tmp, merges, mn, vj);
     /* a truncated .gz must fail */
     sdc_clip_tokenizer *tr = NULL;
     CHECK(write_openai_gz(gzp, merges, mn, 1), "write truncated gz");
