@@ -476,6 +476,45 @@ static void expect_fail(sdc_status s, const char *what, const char *needle) {
           msg, needle);
 }
 
+/* The eval callback reaches every node, and stopping in it cancels the encode. */
+typedef struct cb_count {
+    int asked, observed, stop_after;
+} cb_count;
+
+static bool count_cb(sdc_tensor *t, bool ask, void *user) {
+    cb_count *c = user;
+    (void)t;
+    if (ask) {
+        c->asked++;
+        return true;
+    }
+    c->observed++;
+    return c->stop_after <= 0 || c->observed < c->stop_after;
+}
+
+static void test_callback(sdc_backend *be) {
+    printf("eval callback\n");
+    conv_ws cw;
+    sdc_clip_text *m = load(&cw, DATA("clip_l_hf.safetensors"), "cond_stage_model.transformer.",
+                            SDC_TYPE_F16, false);
+    if (!m) return;
+    int n;
+    int32_t *ids = read_ids("ids.l", &n);
+    float *h = malloc((size_t)n * 128 * sizeof(float));
+    cb_count all = {0}, stop = {.stop_after = 5};
+    sdc_status s = sdc_clip_text_encode(m, be, ids, n, 1, true, NULL, 0, h, NULL, count_cb, &all);
+    printf("  nodes asked %d, observed %d\n", all.asked, all.observed);
+    CHECK(s == SDC_OK && all.asked > 3 * 10 && all.observed == all.asked, "callback: %s",
+          sdc_last_error());
+    s = sdc_clip_text_encode(m, be, ids, n, 1, true, NULL, 0, h, NULL, count_cb, &stop);
+    printf("  stopping after 5 nodes -> status %d (%s)\n", s, s ? sdc_last_error() : "");
+    CHECK(s == SDC_ERR_CANCELLED && stop.observed == 5, "cancel: status %d after %d nodes", s,
+          stop.observed);
+    free(h), free(ids);
+    sdc_clip_text_free(m);
+    conv_close(&cw);
+}
+
 static void test_bad_input(sdc_backend *be) {
     printf("bad input\n");
     conv_ws cw;
@@ -540,6 +579,7 @@ int main(void) {
     test_l(be);
     test_g(be, DATA("clip_g_hf.safetensors"), "", false);
     test_g(be, DATA("clip_g_openclip.safetensors"), "conditioner.embedders.1.model.", true);
+    test_callback(be);
     test_bad_input(be);
     test_sd1(be);
     sdc_backend_free(be);
