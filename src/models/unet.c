@@ -613,8 +613,8 @@ static sdc_tensor *geglu_ff(builder *bd, const tblock *t, sdc_tensor *x) {
     int64_t inner = p->ne[0] / 2;
     int64_t ne[4] = {inner, p->ne[1], p->ne[2], p->ne[3]}, off0[4] = {0},
             off1[4] = {inner, 0, 0, 0};
-    sdc_tensor *val = sdc_cont(g, sdc_slice(g, p, ne, off0));
-    sdc_tensor *gate = sdc_cont(g, sdc_slice(g, p, ne, off1));
+    /* views: the GELU and the product read them strided */
+    sdc_tensor *val = sdc_slice(g, p, ne, off0), *gate = sdc_slice(g, p, ne, off1);
     gate = bd->m->opt.exact ? sdc_gelu_erf(g, gate) : sdc_gelu_f16(g, gate);
     return linear(bd, &t->ff_out, sdc_mul(g, val, gate));
 }
