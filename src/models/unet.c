@@ -586,11 +586,12 @@ static sdc_tensor *res_forward(builder *bd, const resblock *r, sdc_tensor *x) {
     return sdc_add(g, h, r->skip.w ? conv2d(bd, &r->skip, x) : x);
 }
 
-/* [C, L, B] -> [D, L, heads, B], the attention op's layout */
+/* [C, L, B] -> [D, L, heads, B], the attention op's layout (a view: it reads rows by
+ * their strides and packs each head itself) */
 static sdc_tensor *heads_first(sdc_graph *g, sdc_tensor *x, int D, int heads) {
     if (!x) return NULL;
     sdc_tensor *r = sdc_reshape_4d(g, x, D, heads, x->ne[1], x->ne[2]);
-    return sdc_cont(g, sdc_permute(g, r, 0, 2, 1, 3));
+    return sdc_permute(g, r, 0, 2, 1, 3);
 }
 
 static sdc_tensor *attend(builder *bd, const spatial *sp, sdc_tensor *x, sdc_tensor *kv,
