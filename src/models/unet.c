@@ -469,6 +469,17 @@ sdc_status sdc_unet_load_ex(const sdc_weight_source *ws, const char *prefix,
         ld.s = sdc_fail(SDC_ERR_NO_MEMORY, "unet: out of memory");
         goto fail;
     }
+    /* video UNets (SVD) and AnimateDiff motion modules add blocks this model does not run */
+    if (has(&ld, "input_blocks.1.0.time_stack.emb_layers.1.weight") ||
+        has(&ld, "middle_block.0.time_stack.emb_layers.1.weight") ||
+        has(&ld,
+            "motion_module.down_blocks.0.motion_modules.0.temporal_transformer.proj_in.weight")) {
+        ld.s = sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "unet: '%s' is a video UNet (SVD time_stack / AnimateDiff motion "
+                        "modules), not supported",
+                        prefix);
+        goto fail;
+    }
     detect_globals(&ld);
     if (ld.s != SDC_OK) goto fail;
     int mc = c->model_channels, ted = c->time_embed_dim;
