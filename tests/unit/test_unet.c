@@ -499,7 +499,9 @@ static int bench(const char *spec) {
         sdc_unet_free(me);
         free(oe);
     }
-    for (int rep = 0; rep < 2; rep++) { /* the first run pages the weights in */
+    const char *runs_env = getenv("SDC_UNET_RUNS");
+    int runs = runs_env ? atoi(runs_env) : 2;
+    for (int rep = 0; rep < runs; rep++) { /* the first run pages the weights in */
         prof p = {0};
         double t0 = now_s();
         sdc_status s = sdc_unet_forward(m, be, x, B, w, h, t, ctx, 77, NULL, out,
@@ -512,7 +514,7 @@ static int bench(const char *spec) {
                w, h, B, threads, rep, dt, ru.ru_maxrss / 1024.0,
                sdc_backend_cpu_last_plan(be).scratch_bytes / 1048576.0,
                s == SDC_OK ? "ok" : sdc_last_error());
-        if (profile && rep == 1)
+        if (profile && rep == runs - 1)
             for (int op = 0; op < SDC_OP_COUNT; op++)
                 if (p.count[op])
                     printf("  %-16s %5d nodes %8.3f s %8.1f GFLOP %6.1f GFLOP/s\n", sdc_op_name(op),
