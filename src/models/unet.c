@@ -469,6 +469,17 @@ sdc_status sdc_unet_load_ex(const sdc_weight_source *ws, const char *prefix,
         ld.s = sdc_fail(SDC_ERR_NO_MEMORY, "unet: out of memory");
         goto fail;
     }
+    /* video UNets (SVD) and AnimateDiff motion modules add blocks this model does not run */
+    if (has(&ld, "input_blocks.1.0.time_stack.emb_layers.1.weight") ||
+        has(&ld, "middle_block.0.time_stack.emb_layers.1.weight") ||
+        has(&ld,
+            "motion_module.down_blocks.0.motion_modules.0.temporal_transformer.proj_in.weight")) {
+        ld.s = sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "unet: '%s' is a video UNet (SVD time_stack / AnimateDiff motion "
+                        "modules), not supported",
+                        prefix);
+        goto fail;
+    }
     detect_globals(&ld);
     if (ld.s != SDC_OK) goto fail;
     int mc = c->model_channels, ted = c->time_embed_dim;
@@ -586,11 +597,12 @@ static sdc_tensor *res_forward(builder *bd, const resblock *r, sdc_tensor *x) {
     return sdc_add(g, h, r->skip.w ? conv2d(bd, &r->skip, x) : x);
 }
 
-/* [C, L, B] -> [D, L, heads, B], the attention op's layout */
+/* [C, L, B] -> [D, L, heads, B], the attention op's layout (a view: it reads rows by
+ * their strides and packs each head itself) */
 static sdc_tensor *heads_first(sdc_graph *g, sdc_tensor *x, int D, int heads) {
     if (!x) return NULL;
     sdc_tensor *r = sdc_reshape_4d(g, x, D, heads, x->ne[1], x->ne[2]);
-    return sdc_cont(g, sdc_permute(g, r, 0, 2, 1, 3));
+    return sdc_permute(g, r, 0, 2, 1, 3);
 }
 
 static sdc_tensor *attend(builder *bd, const spatial *sp, sdc_tensor *x, sdc_tensor *kv,
@@ -613,8 +625,8 @@ static sdc_tensor *geglu_ff(builder *bd, const tblock *t, sdc_tensor *x) {
     int64_t inner = p->ne[0] / 2;
     int64_t ne[4] = {inner, p->ne[1], p->ne[2], p->ne[3]}, off0[4] = {0},
             off1[4] = {inner, 0, 0, 0};
-    sdc_tensor *val = sdc_cont(g, sdc_slice(g, p, ne, off0));
-    sdc_tensor *gate = sdc_cont(g, sdc_slice(g, p, ne, off1));
+    /* views: the GELU and the product read them strided */
+    sdc_tensor *val = sdc_slice(g, p, ne, off0), *gate = sdc_slice(g, p, ne, off1);
     gate = bd->m->opt.exact ? sdc_gelu_erf(g, gate) : sdc_gelu_f16(g, gate);
     return linear(bd, &t->ff_out, sdc_mul(g, val, gate));
 }

@@ -28,8 +28,18 @@ F32/BF16 copies from them, so one file serves every weight type), plus
                |x| < 10 (ggml's F16 table), x above 10, 0 below -10.
 Batch item 1 has its own t, ctx (and y), so batching is checked.
 
-Re-run: /usr/bin/python3 tests/golden/gen_unet_ref.py  (writes tests/data/unet/, ~10 s)
+Full size (tests/data/unet/sd1_full_ref.safetensors): the UNet of the random SD 1.5
+checkpoint that ../shared/golden/tools/make_sd1_random.py --seed 1001 makes (md5
+a0115b95cc3a8871042661ff76e14650; not stored here), in diffusers' SD 1.5 configuration
+(norm_eps 1e-6 as above), float32, at an 8x8 latent: x [1,4,8,8], t [1] = 999,
+ctx [1,77,768] (RandomState(5) normals), out.exact and out.sdcpp as above. The C test
+compares against it when the checkpoint is at /work/sd1/sd1_random_1001.safetensors.
+
+Re-run: /usr/bin/python3 tests/golden/gen_unet_ref.py  (writes tests/data/unet/, ~30 s)
+        /usr/bin/python3 tests/golden/gen_unet_ref.py --full /work/sd1/sd1_random_1001.safetensors
+        (the full-size reference only; ~4 GB of memory, ~1 min)
 """
+import sys
 import os
 
 import numpy as np
@@ -196,7 +206,37 @@ def build(cfg, ldm, sdcpp):
     return model
 
 
+def full_size(path):
+    from safetensors import safe_open
+    ldm = {}
+    with safe_open(path, framework="pt") as f:
+        for k in f.keys():
+            if k.startswith(P):
+                ldm[k] = f.get_tensor(k).float()
+    cfg = dict(
+        sample_size=8, in_channels=4, out_channels=4, block_out_channels=[320, 640, 1280, 1280],
+        layers_per_block=2, cross_attention_dim=768, attention_head_dim=8, norm_eps=1e-6,
+        down_block_types=["CrossAttnDownBlock2D"] * 3 + ["DownBlock2D"],
+        up_block_types=["UpBlock2D"] + ["CrossAttnUpBlock2D"] * 3,
+    )
+    rng = np.random.RandomState(5)
+    x = torch.from_numpy(rng.standard_normal((1, 4, 8, 8)).astype(np.float32))
+    ctx = torch.from_numpy(rng.standard_normal((1, 77, 768)).astype(np.float32))
+    t = torch.tensor([999.0])
+    data = {"x": x, "t": t, "ctx": ctx}
+    for key, emu in (("out.exact", False), ("out.sdcpp", True)):
+        model = build(cfg, ldm, emu).float()
+        with torch.no_grad():
+            data[key] = model(x, t, encoder_hidden_states=ctx).sample
+        print(f"full {key}: std {data[key].std().item():.4f} max {data[key].abs().max().item():.4f}")
+        del model
+    save_file(data, os.path.join(OUT, "sd1_full_ref.safetensors"))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--full":
+        full_size(sys.argv[2])
+        return
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
     for ci, (name, c) in enumerate(CONFIGS.items()):

@@ -27,6 +27,7 @@
 #define TOL_SDCPP 4e-3
 #define TOL_BF16  3e-2
 #define TOL_Q8    6e-2
+#define TOL_FULL  1e-5 /* float32 torch reference: 2.2e-6 measured */
 
 /* A weight source over a test file: names as stored, tensors converted to another type
  * (NULL data = in place), one name hidden or one given a wrong shape for the error tests. */
@@ -403,19 +404,34 @@ static void test_full_size(sdc_backend *be) {
           "full size: config differs from SD 1.5's");
     CHECK(n_prefixed == 686 && c->n_tensors == 686 && unused == 0,
           "full size: %d tensors, %d used, %d unused (want 686)", n_prefixed, c->n_tensors, unused);
-    float *x = malloc(4 * 8 * 8 * sizeof(float)), *ctx = malloc(77 * 768 * sizeof(float));
-    float out[4 * 8 * 8], t = 999;
-    unsigned long long seed = 5;
-    for (int i = 0; i < 4 * 64; i++) x[i] = t_randf(&seed) * 2;
-    for (int i = 0; i < 77 * 768; i++) ctx[i] = t_randf(&seed);
-    s = sdc_unet_forward(m, be, x, 1, 8, 8, &t, ctx, 77, NULL, out, NULL, NULL);
-    CHECK(s == SDC_OK, "full size forward: %s", sdc_last_error());
-    int finite = 0;
-    double ss = 0;
-    for (int i = 0; i < 4 * 64; i++) finite += isfinite(out[i]), ss += (double)out[i] * out[i];
-    printf("full size 8x8 forward: %d of 256 finite, rms %.4g\n", finite, sqrt(ss / 256));
-    CHECK(finite == 256 && ss > 0, "full size forward not finite");
-    free(x), free(ctx);
+    /* diffusers' float32 forward of the same weights (gen_unet_ref.py --full) */
+    char file[512];
+    snprintf(file, sizeof file, "%s/tests/data/unet/sd1_full_ref.safetensors", SDC_SOURCE_DIR);
+    sdc_st_file *f = NULL;
+    if (sdc_st_open(file, &f) != SDC_OK) {
+        CHECK(0, "open %s: %s", file, sdc_last_error());
+    } else {
+        float *x = st_read_f32(f, "x", NULL), *t = st_read_f32(f, "t", NULL);
+        float *ctx = st_read_f32(f, "ctx", NULL), *ref_e = st_read_f32(f, "out.exact", NULL);
+        float *ref_s = st_read_f32(f, "out.sdcpp", NULL), out[4 * 8 * 8];
+        s = sdc_unet_forward(m, be, x, 1, 8, 8, t, ctx, 77, NULL, out, NULL, NULL);
+        CHECK(s == SDC_OK, "full size forward: %s", sdc_last_error());
+        int finite = 0;
+        for (int i = 0; i < 4 * 64; i++) finite += isfinite(out[i]);
+        CHECK(finite == 256, "full size forward: %d of 256 finite", finite);
+        if (s == SDC_OK) compare("full size 8x8, sd.cpp numerics", out, ref_s, 256, TOL_SDCPP);
+        sdc_unet *me = NULL;
+        sdc_unet_options o = {.exact = true};
+        s = sdc_unet_load_ex(&ws, PREFIX, &o, &me);
+        if (s == SDC_OK)
+            s = sdc_unet_forward(me, be, x, 1, 8, 8, t, ctx, 77, NULL, out, NULL, NULL);
+        CHECK(s == SDC_OK, "full size exact forward: %s", sdc_last_error());
+        if (s == SDC_OK)
+            compare("full size 8x8, exact (vs torch float32)", out, ref_e, 256, TOL_FULL);
+        sdc_unet_free(me);
+        free(x), free(t), free(ctx), free(ref_e), free(ref_s);
+        sdc_st_close(f);
+    }
     sdc_unet_free(m);
     st_weights_close(&w);
 }
@@ -499,7 +515,9 @@ static int bench(const char *spec) {
         sdc_unet_free(me);
         free(oe);
     }
-    for (int rep = 0; rep < 2; rep++) { /* the first run pages the weights in */
+    const char *runs_env = getenv("SDC_UNET_RUNS");
+    int runs = runs_env ? atoi(runs_env) : 2;
+    for (int rep = 0; rep < runs; rep++) { /* the first run pages the weights in */
         prof p = {0};
         double t0 = now_s();
         sdc_status s = sdc_unet_forward(m, be, x, B, w, h, t, ctx, 77, NULL, out,
@@ -512,7 +530,7 @@ static int bench(const char *spec) {
                w, h, B, threads, rep, dt, ru.ru_maxrss / 1024.0,
                sdc_backend_cpu_last_plan(be).scratch_bytes / 1048576.0,
                s == SDC_OK ? "ok" : sdc_last_error());
-        if (profile && rep == 1)
+        if (profile && rep == runs - 1)
             for (int op = 0; op < SDC_OP_COUNT; op++)
                 if (p.count[op])
                     printf("  %-16s %5d nodes %8.3f s %8.1f GFLOP %6.1f GFLOP/s\n", sdc_op_name(op),
