@@ -144,19 +144,37 @@ typedef struct loader {
     int map_levels; /* levels, for diffusers names */
 } loader;
 
+/* The file's name of an LDM name: itself, or its diffusers name (older diffusers files name the
+ * attention projections query/key/value/proj_attn: used when the new name is absent). */
+static void resolve(loader *ld, const char *ldm_name, char *out, size_t size) {
+    if (!ld->m->cfg.diffusers_names) {
+        snprintf(out, size, "%s", ldm_name);
+        return;
+    }
+    ldm_to_diffusers(ldm_name, ld->map_levels, out, size);
+    static const char *old[][2] = {{".to_q.", ".query."},
+                                   {".to_k.", ".key."},
+                                   {".to_v.", ".value."},
+                                   {".to_out.0.", ".proj_attn."}};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        char *p = strstr(out, old[i][0]);
+        if (!p || sdc_weight_find(ld->ws, ld->prefix, out)) continue;
+        char alt[256];
+        snprintf(alt, sizeof alt, "%.*s%s%s", (int)(p - out), out, old[i][1],
+                 p + strlen(old[i][0]));
+        if (sdc_weight_find(ld->ws, ld->prefix, alt)) snprintf(out, size, "%s", alt);
+    }
+}
+
 static sdc_tensor *find(loader *ld, const char *ldm_name) {
-    if (!ld->m->cfg.diffusers_names) return sdc_weight_find(ld->ws, ld->prefix, ldm_name);
     char name[256];
-    ldm_to_diffusers(ldm_name, ld->map_levels, name, sizeof name);
+    resolve(ld, ldm_name, name, sizeof name);
     return sdc_weight_find(ld->ws, ld->prefix, name);
 }
 
 static const char *full_name(loader *ld, const char *ldm_name, char *buf, size_t size) {
     char name[256];
-    if (ld->m->cfg.diffusers_names)
-        ldm_to_diffusers(ldm_name, ld->map_levels, name, sizeof name);
-    else
-        snprintf(name, sizeof name, "%s", ldm_name);
+    resolve(ld, ldm_name, name, sizeof name);
     snprintf(buf, size, "%s%s", ld->prefix, name);
     return buf;
 }
@@ -165,13 +183,9 @@ static const char *full_name(loader *ld, const char *ldm_name, char *buf, size_t
 static sdc_tensor *req(loader *ld, const char *name, int ndims, const int64_t *ne) {
     if (ld->s != SDC_OK) return NULL;
     char mapped[256];
-    const char *n = name;
-    if (ld->m->cfg.diffusers_names) {
-        ldm_to_diffusers(name, ld->map_levels, mapped, sizeof mapped);
-        n = mapped;
-    }
+    resolve(ld, name, mapped, sizeof mapped);
     sdc_tensor *t;
-    ld->s = sdc_weight_require(ld->ws, ld->prefix, n, ndims, ne, &t);
+    ld->s = sdc_weight_require(ld->ws, ld->prefix, mapped, ndims, ne, &t);
     if (ld->s != SDC_OK) sdc_fail_prefix(ld->s, "vae: ");
     return t;
 }
@@ -542,10 +556,12 @@ static sdc_tensor *norm_silu(gctx *c, const norm *n, sdc_tensor *x) {
 
 static sdc_tensor *apply_res(gctx *c, const resblock *r, sdc_tensor *x) {
     sdc_graph_set_block(c->g, c->block++);
+    /* the (narrower) shortcut first: the wide input then dies at norm1, one full-size tensor
+     * earlier (-134 MB of scratch at 512x512) */
+    sdc_tensor *skip = r->skip.w ? apply_conv(c, &r->skip, x, 1, 0) : x;
     sdc_tensor *h = apply_conv(c, &r->c1, norm_silu(c, &r->n1, x), 1, 1);
     h = apply_conv(c, &r->c2, norm_silu(c, &r->n2, h), 1, 1);
-    if (r->skip.w) x = apply_conv(c, &r->skip, x, 1, 0);
-    return sdc_add(c->g, h, x);
+    return sdc_add(c->g, h, skip);
 }
 
 /* A projection of tokens x ne=[C, L] by a 1x1 conv or Linear weight. */
