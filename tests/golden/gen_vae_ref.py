@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKL, AutoencoderTiny
 from diffusers.loaders.single_file_utils import convert_ldm_vae_checkpoint
-from safetensors.torch import load_file, save_file
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "data", "vae")
@@ -174,9 +175,8 @@ def sd1_full():
     if not os.path.exists(SD1):
         print("skipping the full-size SD1 VAE: %s not found" % SD1)
         return
-    full = load_file(SD1)
-    ldm = {k: v.float() for k, v in full.items() if k.startswith("first_stage_model.")}
-    del full
+    with safe_open(SD1, framework="pt") as f:  # only the VAE's tensors
+        ldm = {k: f.get_tensor(k).float() for k in f.keys() if k.startswith("first_stage_model.")}
     cfg = dict(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 4,
                up_block_types=("UpDecoderBlock2D",) * 4, block_out_channels=(128, 256, 512, 512),
                layers_per_block=2, latent_channels=4, norm_num_groups=32, sample_size=512)
