@@ -17,8 +17,8 @@ Independent implementation: diffusers 0.42 `AutoencoderKL` and `AutoencoderTiny`
   diffusers names that sd.cpp's --taesd loads (decoder.layers.N..., encoder.layers.N...): decode of a
   6x5 latent and encode of a 48x40 image, exact and sdcpp numerics.
 - If /work/sd1/sd1_random_1001.safetensors exists (make_sd1_random.py --seed 1001): the real SD1 VAE
-  decoder (diffusers AutoencoderKL from first_stage_model.* via convert_ldm_vae_checkpoint) on an 8x8
-  latent; only the latent and both outputs are stored.
+  VAE (diffusers AutoencoderKL from first_stage_model.* via convert_ldm_vae_checkpoint): decode of an
+  8x8 latent and moments of a 64x64 image; only inputs and outputs are stored.
 
 Re-run: python3 tests/golden/gen_vae_ref.py   (writes tests/data/vae/; seeds fixed, CPU)
 """
@@ -185,9 +185,13 @@ def sd1_full():
     g = torch.Generator().manual_seed(8)
     z = torch.randn(1, 4, 8, 8, generator=g) / 0.18215  # an SD latent in the VAE's own space
     dec_e, dec_s = both(vae, lambda: vae.decode(z).sample)
-    save_file({"z": z, "decode.exact": dec_e.contiguous(), "decode.sdcpp": dec_s.contiguous()},
+    img = torch.rand(1, 3, 64, 64, generator=g) * 2 - 1
+    mom_e, mom_s = both(vae, lambda: vae.quant_conv(vae.encoder(img)))
+    save_file({"z": z, "decode.exact": dec_e.contiguous(), "decode.sdcpp": dec_s.contiguous(),
+               "image": img, "moments.exact": mom_e.contiguous(), "moments.sdcpp": mom_s.contiguous()},
               os.path.join(OUT, "sd1_vae_decode_8x8.safetensors"))
-    print("sd1: decode std %.3f |sdcpp-exact| %.2e" % (dec_e.std(), (dec_s - dec_e).abs().max()))
+    print("sd1: decode std %.3f |sdcpp-exact| %.2e, moments std %.3f |sdcpp-exact| %.2e" % (
+        dec_e.std(), (dec_s - dec_e).abs().max(), mom_e.std(), (mom_s - mom_e).abs().max()))
 
 
 if __name__ == "__main__":
