@@ -54,6 +54,10 @@ struct sdc_vae {
     conv d_in, d_out, post_quant;
     resblock *d_res; /* [n_levels][num_res_blocks + 1] */
     conv d_up[VAE_MAX_LVL];
+    /* upsample + 3x3 conv as four 2x2 convs on the low-resolution input, one per output
+     * parity (dy, dx): kernel taps that see the same nearest-upsampled pixel are summed.
+     * 4/9 of the multiply-adds; F32 kernels [2,2,C,C] (exact numerics only) */
+    sdc_tensor *d_up_phase[VAE_MAX_LVL][4];
     mid d_mid;
     norm d_norm;
     /* converted copies (F32 norms and biases, F16 conv weights), freed with the model */
@@ -144,19 +148,37 @@ typedef struct loader {
     int map_levels; /* levels, for diffusers names */
 } loader;
 
+/* The file's name of an LDM name: itself, or its diffusers name (older diffusers files name the
+ * attention projections query/key/value/proj_attn: used when the new name is absent). */
+static void resolve(loader *ld, const char *ldm_name, char *out, size_t size) {
+    if (!ld->m->cfg.diffusers_names) {
+        snprintf(out, size, "%s", ldm_name);
+        return;
+    }
+    ldm_to_diffusers(ldm_name, ld->map_levels, out, size);
+    static const char *old[][2] = {{".to_q.", ".query."},
+                                   {".to_k.", ".key."},
+                                   {".to_v.", ".value."},
+                                   {".to_out.0.", ".proj_attn."}};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        char *p = strstr(out, old[i][0]);
+        if (!p || sdc_weight_find(ld->ws, ld->prefix, out)) continue;
+        char alt[256];
+        snprintf(alt, sizeof alt, "%.*s%s%s", (int)(p - out), out, old[i][1],
+                 p + strlen(old[i][0]));
+        if (sdc_weight_find(ld->ws, ld->prefix, alt)) snprintf(out, size, "%s", alt);
+    }
+}
+
 static sdc_tensor *find(loader *ld, const char *ldm_name) {
-    if (!ld->m->cfg.diffusers_names) return sdc_weight_find(ld->ws, ld->prefix, ldm_name);
     char name[256];
-    ldm_to_diffusers(ldm_name, ld->map_levels, name, sizeof name);
+    resolve(ld, ldm_name, name, sizeof name);
     return sdc_weight_find(ld->ws, ld->prefix, name);
 }
 
 static const char *full_name(loader *ld, const char *ldm_name, char *buf, size_t size) {
     char name[256];
-    if (ld->m->cfg.diffusers_names)
-        ldm_to_diffusers(ldm_name, ld->map_levels, name, sizeof name);
-    else
-        snprintf(name, sizeof name, "%s", ldm_name);
+    resolve(ld, ldm_name, name, sizeof name);
     snprintf(buf, size, "%s%s", ld->prefix, name);
     return buf;
 }
@@ -165,13 +187,9 @@ static const char *full_name(loader *ld, const char *ldm_name, char *buf, size_t
 static sdc_tensor *req(loader *ld, const char *name, int ndims, const int64_t *ne) {
     if (ld->s != SDC_OK) return NULL;
     char mapped[256];
-    const char *n = name;
-    if (ld->m->cfg.diffusers_names) {
-        ldm_to_diffusers(name, ld->map_levels, mapped, sizeof mapped);
-        n = mapped;
-    }
+    resolve(ld, name, mapped, sizeof mapped);
     sdc_tensor *t;
-    ld->s = sdc_weight_require(ld->ws, ld->prefix, n, ndims, ne, &t);
+    ld->s = sdc_weight_require(ld->ws, ld->prefix, mapped, ndims, ne, &t);
     if (ld->s != SDC_OK) sdc_fail_prefix(ld->s, "vae: ");
     return t;
 }
@@ -372,6 +390,45 @@ static void load_encoder(loader *ld) {
     }
 }
 
+/* The four 2x2 kernels of an upsample conv (see d_up_phase). Output row 2i+dy of
+ * conv3x3(upsample2(x)) reads upsampled rows 2i+dy-1..2i+dy+1, i.e. low-res rows (i-1, i) for
+ * dy = 0 (taps {0}, {1,2}) and (i, i+1) for dy = 1 (taps {0,1}, {2}); columns alike. */
+static void make_phases(loader *ld, const conv *cv, sdc_tensor **out) {
+    if (ld->s != SDC_OK) return;
+    const sdc_tensor *w = cv->w;
+    int64_t cin = w->ne[2], cout = w->ne[3], n = cin * cout;
+    float *w32 = malloc((size_t)n * 9 * sizeof(float)), *k2 = malloc((size_t)n * 4 * sizeof(float));
+    if (!w32 || !k2) {
+        ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "vae: out of memory");
+    } else if ((ld->s = sdc_weight_to_f32(w, w32)) == SDC_OK) {
+        static const int first[2][2] = {{0, 1}, {0, 2}}, count[2][2] = {{1, 2}, {2, 1}};
+        for (int dy = 0; dy < 2; dy++)
+            for (int dx = 0; dx < 2; dx++) {
+                for (int64_t i = 0; i < n; i++) {
+                    const float *src = w32 + 9 * i;
+                    for (int b = 0; b < 2; b++)
+                        for (int a = 0; a < 2; a++) {
+                            float sum = 0;
+                            for (int ky = first[dy][b]; ky < first[dy][b] + count[dy][b]; ky++)
+                                for (int kx = first[dx][a]; kx < first[dx][a] + count[dx][a]; kx++)
+                                    sum += src[kx + 3 * ky];
+                            k2[4 * i + a + 2 * b] = sum;
+                        }
+                }
+                sdc_tensor t = {0};
+                t.type = SDC_TYPE_F32;
+                t.ne[0] = 2, t.ne[1] = 2, t.ne[2] = cin, t.ne[3] = cout;
+                sdc_tensor_set_contiguous_strides(&t);
+                t.data = k2;
+                t.flags = SDC_TENSOR_PARAM;
+                snprintf(t.name, sizeof t.name, "%.100s#phase%d%d", w->name, dy, dx);
+                out[2 * dy + dx] = own(ld, &t, SDC_TYPE_F32, NULL);
+            }
+    }
+    free(w32);
+    free(k2);
+}
+
 static void load_decoder(loader *ld) {
     sdc_vae *m = ld->m;
     sdc_vae_config *c = &m->cfg;
@@ -412,6 +469,7 @@ static void load_decoder(loader *ld) {
         if (i != 0) {
             snprintf(b, sizeof b, "decoder.up.%d.upsample.conv", i);
             load_conv(ld, &m->d_up[i], b, 3, cin, cin);
+            make_phases(ld, &m->d_up[i], m->d_up_phase[i]);
         }
     }
     load_norm(ld, &m->d_norm, "decoder.norm_out", cin);
@@ -542,10 +600,12 @@ static sdc_tensor *norm_silu(gctx *c, const norm *n, sdc_tensor *x) {
 
 static sdc_tensor *apply_res(gctx *c, const resblock *r, sdc_tensor *x) {
     sdc_graph_set_block(c->g, c->block++);
+    /* the (narrower) shortcut first: the wide input then dies at norm1, one full-size tensor
+     * earlier (-134 MB of scratch at 512x512) */
+    sdc_tensor *skip = r->skip.w ? apply_conv(c, &r->skip, x, 1, 0) : x;
     sdc_tensor *h = apply_conv(c, &r->c1, norm_silu(c, &r->n1, x), 1, 1);
     h = apply_conv(c, &r->c2, norm_silu(c, &r->n2, h), 1, 1);
-    if (r->skip.w) x = apply_conv(c, &r->skip, x, 1, 0);
-    return sdc_add(c->g, h, x);
+    return sdc_add(c->g, h, skip);
 }
 
 /* A projection of tokens x ne=[C, L] by a 1x1 conv or Linear weight. */
@@ -578,6 +638,30 @@ static sdc_tensor *apply_mid(gctx *c, const mid *md, sdc_tensor *h) {
     return apply_res(c, &md->b2, h);
 }
 
+/* 2x nearest upsample + the level's 3x3 conv. Exact numerics: four 2x2 convs on the input
+ * (padded by 1, each phase's window cut out), interleaved as out[2x+dx, 2y+dy] = phase(dy,dx). */
+static sdc_tensor *apply_upsample(gctx *c, const sdc_vae *m, int lvl, sdc_tensor *h) {
+    sdc_graph *g = c->g;
+    if (c->mode == SDC_VAE_SDCPP || !m->d_up_phase[lvl][0] || !h)
+        return apply_conv(c, &m->d_up[lvl], sdc_upsample_nearest(g, h, 2), 1, 1);
+    int64_t W = h->ne[0], H = h->ne[1], C = m->d_up[lvl].w->ne[3];
+    sdc_tensor *rows[2];
+    for (int dy = 0; dy < 2; dy++) {
+        sdc_tensor *q = NULL; /* [W, H, C, dx] */
+        for (int dx = 0; dx < 2; dx++) {
+            sdc_tensor *o = sdc_conv2d(g, h, m->d_up_phase[lvl][2 * dy + dx], m->d_up[lvl].b, 1, 1,
+                                       1, 1, 1, 1, 1);
+            int64_t ne[4] = {W, H, C, 1}, off[4] = {dx, dy, 0, 0};
+            o = o ? sdc_slice(g, o, ne, off) : NULL;
+            q = q ? sdc_concat(g, q, o, 3) : o;
+        }
+        sdc_tensor *r = sdc_cont(g, sdc_permute(g, q, 3, 0, 1, 2)); /* [dx, W, H, C] */
+        rows[dy] = r ? sdc_reshape_4d(g, r, 2 * W, 1, H, C) : NULL;
+    }
+    sdc_tensor *out = sdc_concat(g, rows[0], rows[1], 1); /* [2W, dy, H, C] */
+    return out ? sdc_reshape_4d(g, out, 2 * W, 2 * H, C, 1) : NULL;
+}
+
 static sdc_tensor *build_decoder(gctx *c, const sdc_vae *m, sdc_tensor *z) {
     const sdc_vae_config *cf = &m->cfg;
     int nrb = cf->num_res_blocks;
@@ -587,7 +671,7 @@ static sdc_tensor *build_decoder(gctx *c, const sdc_vae *m, sdc_tensor *z) {
     h = apply_mid(c, &m->d_mid, h);
     for (int i = cf->n_levels - 1; i >= 0; i--) {
         for (int j = 0; j <= nrb; j++) h = apply_res(c, &m->d_res[i * (nrb + 1) + j], h);
-        if (i != 0) h = apply_conv(c, &m->d_up[i], sdc_upsample_nearest(c->g, h, 2), 1, 1);
+        if (i != 0) h = apply_upsample(c, m, i, h);
     }
     sdc_graph_set_block(c->g, -1);
     return apply_conv(c, &m->d_out, norm_silu(c, &m->d_norm, h), 1, 1);

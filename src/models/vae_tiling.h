@@ -1,6 +1,14 @@
 /* Tiled VAE processing as sd.cpp does it (--vae-tiling): the latent is cut into overlapping
  * tiles, each tile is processed on its own and the outputs are blended with smootherstep
- * weights, so a large image needs only a tile's worth of compute memory. */
+ * weights, so a large image needs only a tile's worth of compute memory.
+ *
+ * Use, as sd.cpp (lw x lh latent cells, W x H pixels, tile_fn wraps sdc_vae_decode/encode or
+ * sdc_taesd_decode/encode on the tile it is given):
+ *   decode: sdc_tiling_from_flags(size, rel, overlap, lw, lh, &t);
+ *           sdc_tiled_apply(z, 4, lw, lh, 3, 8, 1, &t, decode_fn, ctx, rgb);
+ *   encode: sdc_tiling_from_flags_ex(size, rel, overlap, 2.0f, W / 8, H / 8, &t);
+ *           sdc_tiled_apply(rgb, 3, W, H, 8, 1, 8, &t, encode_fn, ctx, moments);
+ * (sd.cpp blends the encoder's moments, then samples the posterior from the blended ones.) */
 #ifndef SDC_MODELS_VAE_TILING_H
 #define SDC_MODELS_VAE_TILING_H
 

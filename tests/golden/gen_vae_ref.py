@@ -17,8 +17,8 @@ Independent implementation: diffusers 0.42 `AutoencoderKL` and `AutoencoderTiny`
   diffusers names that sd.cpp's --taesd loads (decoder.layers.N..., encoder.layers.N...): decode of a
   6x5 latent and encode of a 48x40 image, exact and sdcpp numerics.
 - If /work/sd1/sd1_random_1001.safetensors exists (make_sd1_random.py --seed 1001): the real SD1 VAE
-  decoder (diffusers AutoencoderKL from first_stage_model.* via convert_ldm_vae_checkpoint) on an 8x8
-  latent; only the latent and both outputs are stored.
+  VAE (diffusers AutoencoderKL from first_stage_model.* via convert_ldm_vae_checkpoint): decode of an
+  8x8 latent and moments of a 64x64 image; only inputs and outputs are stored.
 
 Re-run: python3 tests/golden/gen_vae_ref.py   (writes tests/data/vae/; seeds fixed, CPU)
 """
@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKL, AutoencoderTiny
 from diffusers.loaders.single_file_utils import convert_ldm_vae_checkpoint
-from safetensors.torch import load_file, save_file
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "data", "vae")
@@ -174,9 +175,8 @@ def sd1_full():
     if not os.path.exists(SD1):
         print("skipping the full-size SD1 VAE: %s not found" % SD1)
         return
-    full = load_file(SD1)
-    ldm = {k: v.float() for k, v in full.items() if k.startswith("first_stage_model.")}
-    del full
+    with safe_open(SD1, framework="pt") as f:  # only the VAE's tensors
+        ldm = {k: f.get_tensor(k).float() for k in f.keys() if k.startswith("first_stage_model.")}
     cfg = dict(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 4,
                up_block_types=("UpDecoderBlock2D",) * 4, block_out_channels=(128, 256, 512, 512),
                layers_per_block=2, latent_channels=4, norm_num_groups=32, sample_size=512)
@@ -185,9 +185,13 @@ def sd1_full():
     g = torch.Generator().manual_seed(8)
     z = torch.randn(1, 4, 8, 8, generator=g) / 0.18215  # an SD latent in the VAE's own space
     dec_e, dec_s = both(vae, lambda: vae.decode(z).sample)
-    save_file({"z": z, "decode.exact": dec_e.contiguous(), "decode.sdcpp": dec_s.contiguous()},
+    img = torch.rand(1, 3, 64, 64, generator=g) * 2 - 1
+    mom_e, mom_s = both(vae, lambda: vae.quant_conv(vae.encoder(img)))
+    save_file({"z": z, "decode.exact": dec_e.contiguous(), "decode.sdcpp": dec_s.contiguous(),
+               "image": img, "moments.exact": mom_e.contiguous(), "moments.sdcpp": mom_s.contiguous()},
               os.path.join(OUT, "sd1_vae_decode_8x8.safetensors"))
-    print("sd1: decode std %.3f |sdcpp-exact| %.2e" % (dec_e.std(), (dec_s - dec_e).abs().max()))
+    print("sd1: decode std %.3f |sdcpp-exact| %.2e, moments std %.3f |sdcpp-exact| %.2e" % (
+        dec_e.std(), (dec_s - dec_e).abs().max(), mom_e.std(), (mom_s - mom_e).abs().max()))
 
 
 if __name__ == "__main__":

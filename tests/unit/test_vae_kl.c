@@ -44,7 +44,26 @@ typedef struct wrap {
     int n_names;
     sdc_tensor *lin; /* 2-D headers of the attention weights (diffusers' Linear) */
     int n_lin;
+    bool old_attn; /* older diffusers names: query/key/value/proj_attn */
 } wrap;
+
+static const char *k_attn_names[][2] = {{".to_q.", ".query."},
+                                        {".to_k.", ".key."},
+                                        {".to_v.", ".value."},
+                                        {".to_out.0.", ".proj_attn."}};
+
+/* name with one attention projection name replaced (from -> to); false if none occurs */
+static bool swap_attn(const char *name, int from, char *out, size_t size) {
+    for (int i = 0; i < 4; i++) {
+        const char *p = strstr(name, k_attn_names[i][from]);
+        if (p) {
+            snprintf(out, size, "%.*s%s%s", (int)(p - name), name, k_attn_names[i][!from],
+                     p + strlen(k_attn_names[i][from]));
+            return true;
+        }
+    }
+    return false;
+}
 
 static sdc_tensor *wrap_find(void *user, const char *name) {
     wrap *w = user;
@@ -59,8 +78,14 @@ static sdc_tensor *wrap_find(void *user, const char *name) {
     if (!w->n_names) return w->base->find(w->base->user, name);
     const char *pf = "vae.";
     if (strncmp(name, pf, 4)) return NULL;
+    const char *q = name + 4;
+    char tmp[200];
+    if (w->old_attn) { /* the new names are absent, the old ones answer */
+        if (swap_attn(q, 0, tmp, sizeof tmp)) return NULL;
+        if (swap_attn(q, 1, tmp, sizeof tmp)) q = tmp;
+    }
     for (int i = 0; i < w->n_names; i++)
-        if (!strcmp(name + 4, w->diff[i])) {
+        if (!strcmp(q, w->diff[i])) {
             char full[200];
             snprintf(full, sizeof full, PFX "%s", w->ldm[i]);
             sdc_tensor *t = w->base->find(w->base->user, full);
@@ -181,8 +206,21 @@ int main(void) {
         double d = t_max_abs_diff(dec_d, dec_ldm, (long)gd.ndec);
         printf("diffusers layout vs LDM layout decode (exact): max abs diff %.3g\n", d);
         CHECK(d == 0, "layouts differ by %g", d);
-        free(dec_d);
         sdc_vae_free(md);
+        /* older diffusers attention names */
+        dw.old_attn = true;
+        dw.n_lin = 0;
+        md = NULL;
+        s = sdc_vae_load(&dws, "vae.", &md);
+        CHECK(s == SDC_OK && md, "load old diffusers attention names: %s", sdc_last_error());
+        if (md) {
+            CHECK(sdc_vae_decode(md, be, gd.z, 6, 5, dec_d, NULL, NULL) == SDC_OK, "decode");
+            d = t_max_abs_diff(dec_d, dec_ldm, (long)gd.ndec);
+            printf("query/key/value/proj_attn names vs LDM layout decode: max abs diff %.3g\n", d);
+            CHECK(d == 0, "old names differ by %g", d);
+            sdc_vae_free(md);
+        }
+        free(dec_d);
     }
 
     /* halves: decoder only, encoder only */
