@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "core/lora_link.h"
+
 #define SHAPE(t, buf) sdc_tensor_shape_str((t), (buf), sizeof(buf))
 
 static bool is_float_type(sdc_type t) {
@@ -462,7 +464,7 @@ sdc_tensor *sdc_timestep_embedding(sdc_graph *g, sdc_tensor *t, int dim, int max
 /* ---------------------------------------------------------------- heavy ops */
 
 /* MATMUL: src = {w, x}. */
-sdc_tensor *sdc_matmul(sdc_graph *g, sdc_tensor *w, sdc_tensor *x) {
+static sdc_tensor *matmul_node(sdc_graph *g, sdc_tensor *w, sdc_tensor *x) {
     if (!w || !x) return NULL;
     char bw[64], bx[64];
     const sdc_type_traits *tr = sdc_type_get(w->type);
@@ -516,8 +518,9 @@ sdc_tensor *sdc_attention(sdc_graph *g, sdc_tensor *q, sdc_tensor *k, sdc_tensor
 /* CONV2D: src = {x, w, bias or NULL}; i[0..6] = stride x, stride y, pad x, pad y,
  * dilation x, dilation y, groups. A quantised w is read as Cout rows of KW*KH*Cin/groups
  * values each (which must be a whole number of blocks). */
-sdc_tensor *sdc_conv2d(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *bias, int stride_x,
-                       int stride_y, int pad_x, int pad_y, int dil_x, int dil_y, int groups) {
+static sdc_tensor *conv2d_node(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *bias,
+                               int stride_x, int stride_y, int pad_x, int pad_y, int dil_x,
+                               int dil_y, int groups) {
     if (!x || !w) return NULL;
     char bx[64], bw[64];
     const sdc_type_traits *tr = sdc_type_get(w->type);
@@ -555,4 +558,73 @@ sdc_tensor *sdc_conv2d(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *b
     int32_t p[7] = {stride_x, stride_y, pad_x, pad_y, dil_x, dil_y, groups};
     for (int i = 0; i < 7; i++) t->params.i[i] = p[i];
     return t;
+}
+
+/* ---------------------------------------------------------------- run-time LoRA */
+
+/* The weight whose `lora` applies to w: w itself, or the weight a view node of w reads
+ * (a block of whole rows: the q/k/v thirds of a stacked in_proj). *row0 gets the first
+ * row of w in it. NULL when w carries no LoRA. */
+static const sdc_tensor *lora_owner(const sdc_tensor *w, int64_t *row0) {
+    *row0 = 0;
+    if (w->lora) return w->lora->n > 0 ? w : NULL;
+    const sdc_tensor *o = w->op == SDC_OP_VIEW ? w->view_src : NULL;
+    if (!o || !o->lora || o->lora->n == 0 || !o->nb[1]) return NULL;
+    *row0 = (int64_t)(w->view_offset / o->nb[1]);
+    return o;
+}
+
+/* An adapter still to add at run time: not merged into the data this tensor reads. */
+static bool lora_pending(const sdc_tensor *owner, const sdc_lora_adapter *a) {
+    return !(a->merged && owner->data && owner->data == owner->lora->merged_data);
+}
+
+sdc_tensor *sdc_matmul(sdc_graph *g, sdc_tensor *w, sdc_tensor *x) {
+    sdc_tensor *y = matmul_node(g, w, x);
+    int64_t r0;
+    const sdc_tensor *o = y ? lora_owner(w, &r0) : NULL;
+    if (!o) return y;
+    bool rows = o == w || (w->ne[0] == o->ne[0] && w->nb[1] == o->nb[1] &&
+                           w->view_offset % o->nb[1] == 0 && r0 + w->ne[1] <= o->ne[1]);
+    if (!rows || w->ne[2] != 1 || w->ne[3] != 1)
+        return sdc_graph_set_error(g, "sdc_matmul: LoRA on '%s': view is not a block of rows",
+                                   o->name);
+    for (int i = 0; i < o->lora->n && y; i++) {
+        const sdc_lora_adapter *a = &o->lora->adapters[i];
+        if (!lora_pending(o, a)) continue;
+        if (a->down->ne[0] != o->ne[0] || a->up->ne[1] != o->ne[1] || a->mid)
+            return sdc_graph_set_error(g, "sdc_matmul: LoRA adapter does not fit '%s'", o->name);
+        sdc_tensor *up = a->up;
+        if (o != w) {
+            int64_t ne[4] = {up->ne[0], w->ne[1], 1, 1}, off[4] = {0, r0, 0, 0};
+            up = sdc_slice(g, up, ne, off);
+        }
+        y = sdc_add(g, y, matmul_node(g, up, matmul_node(g, a->down, x)));
+    }
+    return y;
+}
+
+sdc_tensor *sdc_conv2d(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *bias, int stride_x,
+                       int stride_y, int pad_x, int pad_y, int dil_x, int dil_y, int groups) {
+    sdc_tensor *y =
+        conv2d_node(g, x, w, bias, stride_x, stride_y, pad_x, pad_y, dil_x, dil_y, groups);
+    if (!y || !w->lora || w->lora->n == 0) return y;
+    if (groups != 1)
+        return sdc_graph_set_error(g, "sdc_conv2d: LoRA on grouped conv '%s'", w->name);
+    for (int i = 0; i < w->lora->n && y; i++) {
+        const sdc_lora_adapter *a = &w->lora->adapters[i];
+        if (!lora_pending(w, a)) continue;
+        sdc_tensor *d;
+        if (a->mid) {
+            d = conv2d_node(g, x, a->down, NULL, 1, 1, 0, 0, 1, 1, 1);
+            d = conv2d_node(g, d, a->mid, NULL, stride_x, stride_y, pad_x, pad_y, dil_x, dil_y, 1);
+        } else {
+            d = conv2d_node(g, x, a->down, NULL, stride_x, stride_y, pad_x, pad_y, dil_x, dil_y, 1);
+        }
+        d = conv2d_node(g, d, a->up, NULL, 1, 1, 0, 0, 1, 1, 1);
+        if (d && !sdc_tensor_same_shape(d, y))
+            return sdc_graph_set_error(g, "sdc_conv2d: LoRA adapter does not fit '%s'", w->name);
+        y = sdc_add(g, y, d);
+    }
+    return y;
 }
