@@ -468,9 +468,16 @@ static void test_quant(sdc_loader *ref, sdc_type type) {
         rms_f += (got[j] - ff) * (got[j] - ff);
         rms_q += (s.val[wi][j] - f[j]) * (s.val[wi][j] - f[j]);
     }
+    /* how much of the LoRA's change survives re-quantisation (sd.cpp #904: small LoRAs fade
+     * on Q4 merges): projection of (merged - base) on delta */
+    double dot = 0, dd = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double dl = e[j] - s.val[wi][j];
+        dot += (got[j] - s.val[wi][j]) * dl, dd += dl * dl;
+    }
     printf("%s vs the float model + LoRA: merged rms err %.3g, run time (base quantisation only) "
-           "%.3g\n",
-           tr->name, sqrt(rms_f / n), sqrt(rms_q / n));
+           "%.3g; merged change along the LoRA delta: %.3f of it\n",
+           tr->name, sqrt(rms_f / n), sqrt(rms_q / n), dd > 0 ? dot / dd : 0);
     CHECK(sqrt(rms_f / n) < 2 * sqrt(rms_q / n), "%s merged vs float model", tr->name);
     rms = sqrt(rms / n), rms_floor = sqrt(rms_floor / n), ref_rms = sqrt(ref_rms / n);
     printf("%s merged: rms err %.3g (%.2f%% of rms weight), max %.3g; quantising the float "
