@@ -11,7 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/backend.h"
 #include "core/buffer.h"
+#include "core/ops.h"
 #include "core/log.h"
 #include "core/lora_link.h"
 #include "core/types.h"
@@ -44,6 +46,9 @@ struct sdc_lora_state {
     int n_active;
     sdc_lora_mode mode;
     sdc_lora_stats stats;
+    int n_threads; /* for merging; <= 0: all cores */
+    float *work;   /* merge_slot's F32 copy of a weight */
+    size_t work_cap;
 };
 
 sdc_status sdc_lora_mode_from_name(const char *name, sdc_lora_mode *out) {
@@ -127,6 +132,10 @@ void sdc_lora_state_free(sdc_lora_state *st) {
     free(st->owned);
     sdc_lora_targets_free(st->tg);
     free(st);
+}
+
+void sdc_lora_set_threads(sdc_lora_state *st, int n_threads) {
+    st->n_threads = n_threads;
 }
 
 sdc_lora_stats sdc_lora_get_stats(const sdc_lora_state *st) {
@@ -382,45 +391,94 @@ done:
 
 /* ---- merging ---------------------------------------------------------------------------- */
 
-/* w (N rows of K, the weight's flat order) += every adapter's up @ (mid) @ down. */
-static sdc_status add_deltas(const slot *sl, float *w, int64_t N, int64_t K) {
+/* Adapter i's down side as a [R][K] matrix in the weight's flat order (K = Cin*KH*KW for
+ * convs): the down weight itself, or for Tucker sum_b mid[r][b][h][w] * down[b][c]. */
+static float *down_matrix(const sdc_tensor *T, const sdc_lora_adapter *a, int64_t R, int64_t K) {
+    float *m = calloc((size_t)(R * K) + 1, sizeof *m);
+    if (!m) return NULL;
+    if (!a->mid) {
+        memcpy(m, a->down->data, (size_t)(R * K) * sizeof *m);
+        return m;
+    }
+    int64_t hw_n = T->ne[0] * T->ne[1], cin = T->ne[2], Rd = a->down->ne[3];
+    const float *mid = a->mid->data, *down = a->down->data;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t b = 0; b < Rd; b++)
+            for (int64_t c = 0; c < cin; c++) {
+                float dbc = down[b * cin + c];
+                for (int64_t hw = 0; hw < hw_n; hw++)
+                    m[r * K + c * hw_n + hw] += mid[(r * Rd + b) * hw_n + hw] * dbc;
+            }
+    return m;
+}
+
+/* A contiguous F32 host leaf of shape [n0, n1] over data. */
+static void leaf_2d(sdc_tensor *t, void *data, int64_t n0, int64_t n1) {
+    memset(t, 0, sizeof *t);
+    t->type = SDC_TYPE_F32;
+    t->ne[0] = n0, t->ne[1] = n1, t->ne[2] = t->ne[3] = 1;
+    sdc_tensor_set_contiguous_strides(t);
+    t->data = data;
+    t->flags = SDC_TENSOR_PARAM;
+    t->index = -1, t->plan_offset = -1, t->last_use = -1;
+}
+
+/* w (N rows of K, the weight's flat order) += every adapter's up @ (mid) @ down, as one
+ * graph on the CPU backend (its GEMM and threads: a full SD1 LoRA merges in seconds):
+ * matmul(down^T [R,K], up [R,N]) is [K,N], the weight's layout. */
+static sdc_status add_deltas(sdc_backend *be, const slot *sl, float *w, int64_t N, int64_t K) {
     const sdc_tensor *T = sl->t;
-    for (int i = 0; i < sl->n; i++) {
+    sdc_tensor *hdr = calloc((size_t)(2 * sl->n + 1), sizeof *hdr);
+    float **dt = calloc((size_t)sl->n + 1, sizeof *dt);
+    sdc_graph *g = sdc_graph_create();
+    sdc_status s = hdr && dt && g ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "lora: out of memory");
+    sdc_tensor base;
+    leaf_2d(&base, w, K, N);
+    sdc_tensor *acc = &base;
+    for (int i = 0; i < sl->n && s == SDC_OK; i++) {
         const sdc_lora_adapter *a = &sl->ad[i];
         int64_t R = a->up->ne[is_4d(T) ? 2 : 0];
-        const float *U = a->up->data, *Dn = a->down->data;
-        float *tmp = NULL;
-        if (a->mid) { /* Tucker: Dn[r][c,h,w] = sum_b mid[r][b][h][w] * down[b][c] */
-            int64_t kw = T->ne[0], kh = T->ne[1], cin = T->ne[2], Rd = a->down->ne[3];
-            tmp = calloc((size_t)(R * K), sizeof *tmp);
-            if (!tmp) return sdc_fail(SDC_ERR_NO_MEMORY, "lora: out of memory");
-            const float *mid = a->mid->data, *down = a->down->data;
-            for (int64_t r = 0; r < R; r++)
-                for (int64_t b = 0; b < Rd; b++)
-                    for (int64_t c = 0; c < cin; c++) {
-                        float dbc = down[b * cin + c];
-                        for (int64_t hw = 0; hw < kh * kw; hw++)
-                            tmp[r * K + c * kh * kw + hw] += mid[(r * Rd + b) * kh * kw + hw] * dbc;
-                    }
-            Dn = tmp;
+        float *m = down_matrix(T, a, R, K);
+        dt[i] = malloc((size_t)(R * K) * sizeof(float) + 1);
+        if (!m || !dt[i]) {
+            free(m);
+            s = sdc_fail(SDC_ERR_NO_MEMORY, "lora: out of memory");
+            break;
         }
-        for (int64_t n = 0; n < N; n++) {
-            float *row = w + n * K;
-            for (int64_t r = 0; r < R; r++) {
-                float c = U[n * R + r];
-                if (c == 0.0f) continue; /* rows outside a q/k/v third */
-                const float *d = Dn + r * K;
-                for (int64_t k = 0; k < K; k++) row[k] += c * d[k];
-            }
-        }
-        free(tmp);
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t k = 0; k < K; k++) dt[i][k * R + r] = m[r * K + k];
+        free(m);
+        leaf_2d(&hdr[2 * i], dt[i], R, K);
+        leaf_2d(&hdr[2 * i + 1], a->up->data, R, N);
+        acc = sdc_add(g, acc, sdc_matmul(g, &hdr[2 * i], &hdr[2 * i + 1]));
     }
-    return SDC_OK;
+    if (s == SDC_OK) {
+        sdc_graph_mark_output(g, acc);
+        s = sdc_graph_status(g);
+        if (s != SDC_OK) s = sdc_fail(s, "lora: merging '%s': %s", T->name, sdc_graph_error(g));
+    }
+    if (s == SDC_OK) s = sdc_backend_compute(be, g, NULL, NULL);
+    if (s == SDC_OK) s = sdc_backend_tensor_get(be, acc, w, 0, (size_t)(K * N) * sizeof(float));
+    for (int i = 0; dt && i < sl->n; i++) free(dt[i]);
+    sdc_graph_free(g);
+    free(dt), free(hdr);
+    return s;
 }
 
 /* Merges the slot's adapters into a copy of the weight in its own type. False (no error)
  * when this weight cannot be merged here: then its adapters run at run time. */
-static sdc_status merge_slot(slot *sl, bool *merged) {
+/* A work array of n floats, kept across weights (fresh pages for every weight cost more
+ * than the arithmetic). */
+static float *work_floats(sdc_lora_state *st, int64_t n) {
+    if ((size_t)n > st->work_cap) {
+        free(st->work);
+        st->work = malloc((size_t)n * sizeof(float));
+        st->work_cap = st->work ? (size_t)n : 0;
+    }
+    return st->work;
+}
+
+static sdc_status merge_slot(sdc_lora_state *st, sdc_backend *be, slot *sl, bool *merged) {
     sdc_tensor *T = sl->t;
     const sdc_type_traits *tr = sdc_type_get(T->type);
     *merged = false;
@@ -430,10 +488,10 @@ static sdc_status merge_slot(slot *sl, bool *merged) {
     int64_t total = sdc_tensor_nelements(T);
     bool conv = is_4d(T);
     int64_t N = conv ? T->ne[3] : T->ne[1], K = total / N;
-    float *w = malloc((size_t)total * sizeof *w + 1);
+    float *w = work_floats(st, total + 1);
     if (!w) return sdc_fail(SDC_ERR_NO_MEMORY, "lora: '%s': out of memory", T->name);
     tr->to_float(sl->orig_data, w, total);
-    sdc_status s = add_deltas(sl, w, N, K);
+    sdc_status s = add_deltas(be, sl, w, N, K);
     sdc_buffer *buf = NULL;
     if (s == SDC_OK) s = sdc_buffer_alloc(NULL, sdc_tensor_nbytes(T), SDC_BUFFER_WEIGHTS, &buf);
     if (s == SDC_OK) {
@@ -447,7 +505,6 @@ static sdc_status merge_slot(slot *sl, bool *merged) {
         for (int i = 0; i < sl->n; i++) sl->ad[i].merged = true;
         *merged = true;
     }
-    free(w);
     return s;
 }
 
@@ -541,17 +598,28 @@ static sdc_status apply_all(sdc_lora_state *st, const char *dir, const sdc_lora_
     }
     sdc_lora_mode used = resolve_mode(st, mode);
     sdc_lora_stats stats = {.n_loras = n, .mode = used};
+    sdc_backend *be = NULL;
+    if (n && used == SDC_LORA_IMMEDIATELY && !(be = sdc_backend_cpu_create(st->n_threads)))
+        return sdc_fail(SDC_ERR_NO_MEMORY, "lora: cannot start the CPU backend");
     for (int i = 0; i < st->n_slots; i++) {
         slot *sl = &st->slots[i];
         if (sl->n == 0) continue;
         bool merged = false;
-        if (used == SDC_LORA_IMMEDIATELY && (s = merge_slot(sl, &merged))) return s;
+        if (be && (s = merge_slot(st, be, sl, &merged))) {
+            sdc_backend_free(be);
+            free(st->work);
+            st->work = NULL, st->work_cap = 0;
+            return s;
+        }
         sl->link.adapters = sl->ad;
         sl->link.n = sl->n;
         stats.n_targets++;
         stats.n_merged += merged;
         stats.n_runtime += !merged;
     }
+    sdc_backend_free(be);
+    free(st->work);
+    st->work = NULL, st->work_cap = 0;
     st->stats = stats;
     if (n)
         SDC_LOGI("lora: %d LoRA(s) on %d weights: %d merged, %d at run time (mode %s)", n,

@@ -6,7 +6,8 @@
  * multiplier.
  *
  * Two ways to apply (sd.cpp's --lora-apply-mode):
- *  - immediately: W' = W + scale * up @ (mid) @ down computed in F32 and stored in W's type
+ *  - immediately: W' = W + scale * up @ (mid) @ down computed in F32 (on the CPU backend)
+ *    and stored in W's type
  *    (F32/F16/BF16 converted; quantised: dequantised, added, re-quantised to the same type)
  *    in memory of our own; the tensor's data then points there and the loaded data is kept,
  *    so another set restores it bit for bit.
@@ -53,6 +54,9 @@ typedef struct sdc_lora_request {
 } sdc_lora_request;
 sdc_status sdc_lora_set_active(sdc_lora_state *st, const char *dir, const sdc_lora_request *loras,
                                int n, sdc_lora_mode mode);
+
+/* Threads for merging (immediately mode); <= 0 (the default): all cores. */
+void sdc_lora_set_threads(sdc_lora_state *st, int n_threads);
 
 /* What the last successful sdc_lora_set_active did (for tests and logs). */
 typedef struct sdc_lora_stats {
