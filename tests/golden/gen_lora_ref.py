@@ -13,6 +13,9 @@ encoder, SDXL OpenCLIP bigG) in F32 and F16, and LoRAs for it in the layouts sdc
   te2.safetensors          SDXL lora_te2_ q/k/v/out projections: the q/k/v thirds of the
                            stacked OpenCLIP attn.in_proj_weight
   bad_*.safetensors        broken files the loader must refuse with a clear error
+  sd1_unet_names.*         every SD1 UNet conv/linear weight name (LDM, values dummies) and its
+                           diffusers name from diffusers' convert_ldm_unet_checkpoint: checks the
+                           diffusers -> LDM map on the whole SD1 layout
 
 ref.safetensors holds, per LoRA file and target weight, the weight difference for
 multiplier 1 ("<file>/<target>"), computed in numpy float64 from the values as stored
@@ -22,7 +25,8 @@ The diffusers names come from the hand-written table LDM_TO_DIFFUSERS below; the
 checks that each one exists in a tiny diffusers UNet2DConditionModel of the same block
 structure (SD1-like: attention on the first level, none on the last).
 
-Re-run: python3 tests/golden/gen_lora_ref.py   (numpy, torch, safetensors, diffusers)
+Re-run: python3 tests/golden/gen_lora_ref.py   (numpy, torch, safetensors, diffusers; reads
+/work/shared/golden/tools/make_sd1_random.py for the SD1 key list)
 """
 import os
 
@@ -217,6 +221,29 @@ bad = {
     "bad_layout": {"something.else.weight": t(rnd((4, 4), np.float32))},
 }
 
+
+def sd1_name_map():
+    """Every SD1 UNet conv/linear weight: diffusers name -> LDM name, from diffusers' own
+    convert_ldm_unet_checkpoint run on the LDM key list of make_sd1_random.py (the
+    v1-5-pruned-emaonly layout; each tensor a 1-element id). Returns (pairs, LDM names)."""
+    import sys
+    from diffusers.loaders import single_file_utils as sfu
+    sys.path.insert(0, "/work/shared/golden/tools")
+    import make_sd1_random as sd1
+    names = [n for n, shape in sd1.unet_tensors()]
+    shapes = dict(sd1.unet_tensors())
+    ck = {n: torch.tensor([float(i)]) for i, n in enumerate(names)}
+    cfg = {"layers_per_block": 2, "class_embed_type": None, "addition_embed_type": None,
+           "num_class_embeds": None}
+    out = sfu.convert_ldm_unet_checkpoint(dict(ck), cfg)
+    pairs = []
+    for dk, v in out.items():
+        ldm = names[int(v[0])]
+        if dk.endswith(".weight") and len(shapes[ldm]) >= 2:
+            pairs.append((dk[:-7], ldm[len(U):-7]))
+    return pairs, [n for n in names if n.endswith(".weight") and len(shapes[n]) >= 2]
+
+
 if __name__ == "__main__":
     check_diffusers_names()
     os.makedirs(OUT, exist_ok=True)
@@ -228,5 +255,12 @@ if __name__ == "__main__":
     for name, sd in bad.items():
         save_file(sd, os.path.join(OUT, name + ".safetensors"))
     save_file({k: t(v) for k, v in ref.items()}, os.path.join(OUT, "ref.safetensors"))
+    pairs, ldm_names = sd1_name_map()
+    save_file({n: torch.zeros(1, dtype=torch.float16) for n in ldm_names},
+              os.path.join(OUT, "sd1_unet_names.safetensors"))
+    with open(os.path.join(OUT, "sd1_unet_names.tsv"), "w") as f:
+        f.write("# diffusers module\tLDM module (SD1 UNet, from diffusers convert_ldm_unet_checkpoint)\n")
+        for d, l in pairs:
+            f.write("%s\t%s\n" % (d, l))
     for f in sorted(os.listdir(OUT)):
         print(f, os.path.getsize(os.path.join(OUT, f)))

@@ -16,6 +16,7 @@
 #include "core/types.h"
 #include "io/model_loader.h"
 #include "models/lora.h"
+#include "models/lora_names.h"
 #include "models/weights.h"
 #include "test_util.h"
 
@@ -526,6 +527,56 @@ static void test_errors(sdc_loader *l, const snapshot *s, sdc_lora_state *st) {
     CHECK(sdc_lora_mode_from_name("later", &m) != SDC_OK, "bad mode");
 }
 
+/* The diffusers -> LDM UNet map on every SD1 conv/linear weight (pairs from diffusers'
+ * convert_ldm_unet_checkpoint), in kohya's and PEFT's spellings, plus the LDM spellings. */
+static void test_sd1_names(void) {
+    sdc_loader *l = open_file(DATA "/sd1_unet_names.safetensors");
+    size_t size;
+    char *tsv = (char *)t_read_file(DATA "/sd1_unet_names.tsv", &size);
+    sdc_lora_targets *tg = NULL;
+    if (!l || !tsv || sdc_lora_targets_build(l, &tg) != SDC_OK) {
+        CHECK(0, "sd1 names data");
+        free(tsv);
+        sdc_loader_free(l);
+        return;
+    }
+    int n_pairs = 0, n_ok = 0, n_tries = 0;
+    for (char *line = strtok(tsv, "\n"); line; line = strtok(NULL, "\n")) {
+        char *tab = strchr(line, '\t');
+        if (line[0] == '#' || !tab) continue;
+        *tab = 0;
+        const char *dif = line, *ldm = tab + 1;
+        char want[256], forms[4][300];
+        snprintf(want, sizeof want, "model.diffusion_model.%s.weight", ldm);
+        snprintf(forms[0], sizeof forms[0], "lora_unet_%s", dif);
+        snprintf(forms[1], sizeof forms[1], "unet.%s", dif);
+        snprintf(forms[2], sizeof forms[2], "lora_unet_%s", ldm);
+        snprintf(forms[3], sizeof forms[3], "model.diffusion_model.%s", ldm);
+        for (char *c = forms[0]; *c; c++) *c = *c == '.' ? '_' : *c;
+        for (char *c = forms[2]; *c; c++) *c = *c == '.' ? '_' : *c;
+        n_pairs++;
+        for (int f = 0; f < 4; f++) {
+            int index, third;
+            char why[300];
+            n_tries++;
+            bool ok = sdc_lora_targets_resolve(tg, forms[f], &index, &third, why, sizeof why);
+            const sdc_tensor *t = ok ? sdc_loader_tensor_at(l, index) : NULL;
+            if (t && third == -1 && strcmp(t->name, want) == 0)
+                n_ok++;
+            else
+                CHECK(0, "'%s' -> %s, want %s", forms[f], t ? t->name : why, want);
+        }
+    }
+    printf(
+        "SD1 UNet names: %d weights x 4 spellings (kohya diffusers, PEFT, kohya LDM, LDM): %d of "
+        "%d resolve to the right weight\n",
+        n_pairs, n_ok, n_tries);
+    CHECK(n_pairs > 250 && n_ok == n_tries, "sd1 names");
+    sdc_lora_targets_free(tg);
+    free(tsv);
+    sdc_loader_free(l);
+}
+
 int main(void) {
     sdc_set_log_level(SDC_LOG_INFO);
     sdc_loader *l = open_file(DATA "/model.safetensors"), *ref = open_file(DATA "/ref.safetensors");
@@ -545,6 +596,7 @@ int main(void) {
     drop(&s);
     test_quant(ref, SDC_TYPE_Q8_0);
     test_quant(ref, SDC_TYPE_Q4_K);
+    test_sd1_names();
     sdc_loader_free(ref);
     sdc_loader_free(l);
     TEST_MAIN_END();
