@@ -19,9 +19,10 @@
  * Order of use: create the state right after the loader holds all files and before any
  * model is built from it (every weight gets its link then, and converted copies made by
  * sdc_weight_convert_copy share it: a copy is made from the weight as loaded and gets
- * every adapter at run time, merged or not). Free the state after the models. Graph view
- * nodes of a weight see its LoRA only as sdc_matmul's weight when they are a block of
- * whole rows; other reshapes of a LoRA'd weight lose the run-time adapters. */
+ * every adapter at run time, merged or not). Free the state after the models. A graph view
+ * of a LoRA'd weight gets its adapters too when it is the whole weight reshaped (a 1x1 conv
+ * as a Linear or back) or, for sdc_matmul, a block of whole rows of a Linear (q/k/v thirds
+ * of a stacked in_proj); any other view of it is a graph build error naming the weight. */
 #ifndef SDC_MODELS_LORA_H
 #define SDC_MODELS_LORA_H
 

@@ -164,8 +164,11 @@ static float *rand_vec(int64_t n) {
 /* y = matmul(w, x) on the CPU backend; x [K, M]. w may be a view made by `slice_rows`. */
 static float *run_matmul(sdc_backend *be, sdc_tensor *w, const float *x, int64_t M, int third) {
     sdc_graph *g = sdc_graph_create();
-    int64_t ne[2] = {w->ne[0], M};
+    /* third -2: a conv weight [KW, KH, Cin, Cout] as a Linear [KW*KH*Cin, Cout] view */
+    int64_t K = third == -2 ? sdc_tensor_nelements(w) / w->ne[3] : w->ne[0];
+    int64_t ne[2] = {K, M};
     sdc_tensor *xi = sdc_graph_input(g, SDC_TYPE_F32, 2, ne), *wv = w;
+    if (third == -2) wv = sdc_reshape_2d(g, w, K, w->ne[3]);
     if (third >= 0) {
         int64_t rows = w->ne[1] / 3, sne[4] = {w->ne[0], rows, 1, 1}, off[4] = {0, third * rows};
         wv = sdc_slice(g, w, sne, off);
@@ -175,7 +178,7 @@ static float *run_matmul(sdc_backend *be, sdc_tensor *w, const float *x, int64_t
     float *out = NULL;
     if (sdc_graph_status(g) == SDC_OK) {
         size_t bytes = (size_t)(y->ne[0] * M) * sizeof(float);
-        sdc_input_data in = {xi, x, (size_t)(w->ne[0] * M) * sizeof(float)};
+        sdc_input_data in = {xi, x, (size_t)(K * M) * sizeof(float)};
         out = malloc(bytes);
         if (sdc_backend_set_inputs(be, g, &in, 1) != SDC_OK ||
             sdc_backend_compute(be, g, NULL, NULL) != SDC_OK ||
@@ -193,15 +196,18 @@ static float *run_matmul(sdc_backend *be, sdc_tensor *w, const float *x, int64_t
 static float *run_conv(sdc_backend *be, sdc_tensor *w, const float *x, int64_t W, int64_t H,
                        int stride, int pad, int64_t *ow, int64_t *oh) {
     sdc_graph *g = sdc_graph_create();
-    int64_t ne[4] = {W, H, w->ne[2], 1};
+    /* a Linear weight [K, N] runs as a 1x1 conv through a reshaped view */
+    bool linear = w->ne[2] == 1 && w->ne[3] == 1;
+    int64_t ne[4] = {W, H, linear ? w->ne[0] : w->ne[2], 1};
     sdc_tensor *xi = sdc_graph_input(g, SDC_TYPE_F32, 4, ne);
-    sdc_tensor *y = sdc_conv2d(g, xi, w, NULL, stride, stride, pad, pad, 1, 1, 1);
+    sdc_tensor *wv = linear ? sdc_reshape_4d(g, w, 1, 1, w->ne[0], w->ne[1]) : w;
+    sdc_tensor *y = sdc_conv2d(g, xi, wv, NULL, stride, stride, pad, pad, 1, 1, 1);
     sdc_graph_mark_output(g, y);
     float *out = NULL;
     if (sdc_graph_status(g) == SDC_OK) {
         *ow = y->ne[0], *oh = y->ne[1];
         size_t bytes = (size_t)sdc_tensor_nelements(y) * sizeof(float);
-        sdc_input_data in = {xi, x, (size_t)(W * H * w->ne[2]) * sizeof(float)};
+        sdc_input_data in = {xi, x, (size_t)(W * H * ne[2]) * sizeof(float)};
         out = malloc(bytes);
         if (sdc_backend_set_inputs(be, g, &in, 1) != SDC_OK ||
             sdc_backend_compute(be, g, NULL, NULL) != SDC_OK ||
@@ -360,6 +366,17 @@ static void test_runtime(sdc_loader *l, sdc_loader *ref, const snapshot *s, sdc_
         free(x), free(e);
     }
     /* measured <= 1.1e-7 (F32 sums of up to 256 products) */
+    /* a 1x1 conv weight as a Linear (reshaped view) */
+    {
+        const char *name = U "input_blocks.1.1.proj_in.weight";
+        sdc_tensor *w = sdc_loader_find(l, name);
+        double *e = expected(ref, s, l, name, kf, m08, 1);
+        float *x = rand_vec(w->ne[2] * 5), *y = run_matmul(be, w, x, 5, -2);
+        double err = y ? matmul_err(y, e, x, w->ne[3], w->ne[2], 5, 0) : 1;
+        printf("run time matmul on a 2-D view of the 1x1 conv %s: rel err %.3g\n", name + 22, err);
+        worst = fmax(worst, err);
+        free(x), free(y), free(e);
+    }
     CHECK(worst < 1e-6, "run time matmul: worst rel err %g", worst);
     static const struct {
         const char *name;
@@ -368,19 +385,23 @@ static void test_runtime(sdc_loader *l, sdc_loader *ref, const snapshot *s, sdc_
                  {U "input_blocks.1.0.in_layers.2.weight", 1, 1},
                  {U "input_blocks.1.0.in_layers.2.weight", 2, 1},
                  {U "output_blocks.2.1.conv.weight", 1, 1},
-                 {U "output_blocks.2.1.conv.weight", 2, 0}};
+                 {U "output_blocks.2.1.conv.weight", 2, 0},
+                 {TE "self_attn.q_proj.weight", 1, 0}};
     worst = 0;
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++) {
         sdc_tensor *w = sdc_loader_find(l, convs[i].name);
         double *e = expected(ref, s, l, convs[i].name, kf, m08, 1);
         int64_t W = 7, H = 6, ow = 0, oh = 0;
-        float *x = rand_vec(W * H * w->ne[2]);
+        bool linear = w->ne[2] == 1 && w->ne[3] == 1;
+        int64_t cin = linear ? w->ne[0] : w->ne[2], cout = linear ? w->ne[1] : w->ne[3];
+        float *x = rand_vec(W * H * cin);
         float *y = run_conv(be, w, x, W, H, convs[i].stride, convs[i].pad, &ow, &oh);
-        double err = y ? conv_err(y, e, x, W, H, w->ne[2], w->ne[3], w->ne[0], convs[i].stride,
+        double err = y ? conv_err(y, e, x, W, H, cin, cout, linear ? 1 : w->ne[0], convs[i].stride,
                                   convs[i].pad, ow, oh)
                        : 1;
-        printf("run time conv %s (%s, stride %d, pad %d): rel err %.3g\n", convs[i].name + 22,
-               sdc_type_name(w->type), convs[i].stride, convs[i].pad, err);
+        printf("run time conv %s (%s, stride %d, pad %d): rel err %.3g\n",
+               convs[i].name + (linear ? 0 : 22), sdc_type_name(w->type), convs[i].stride,
+               convs[i].pad, err);
         worst = fmax(worst, err);
         free(y), free(x), free(e);
     }
