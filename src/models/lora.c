@@ -594,6 +594,10 @@ static sdc_status apply_all(sdc_lora_state *st, const char *dir, const sdc_lora_
             return sdc_fail(SDC_ERR_INVALID_ARG, "lora '%s': multiplier is not finite",
                             loras[i].name);
         if ((s = lora_path(dir, loras[i].name, path, sizeof path))) return s;
+        if (loras[i].multiplier == 0.0f) { /* <lora:x:0> switches a LoRA off */
+            SDC_LOGI("lora: %s: multiplier 0, not applied", path);
+            continue;
+        }
         if ((s = load_lora(st, path, loras[i].multiplier))) return s;
     }
     sdc_lora_mode used = resolve_mode(st, mode);

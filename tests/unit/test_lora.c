@@ -304,6 +304,9 @@ static void test_merge(sdc_loader *l, sdc_loader *ref, const snapshot *s, sdc_lo
 
     CHECK(sdc_lora_set_active(st, DATA, NULL, 0, SDC_LORA_AUTO) == SDC_OK, "none");
     check_restored(l, s, "after kohya -> none");
+    sdc_lora_request off = {"kohya", 0.0f};
+    CHECK(sdc_lora_set_active(st, DATA, &off, 1, SDC_LORA_AUTO) == SDC_OK, "x0");
+    check_restored(l, s, "kohya x0 (off)");
 
     sdc_lora_request peft = {"peft", 0.8f};
     CHECK(sdc_lora_set_active(st, DATA, &peft, 1, SDC_LORA_IMMEDIATELY) == SDC_OK, "peft: %s",
