@@ -173,6 +173,20 @@ static bool resolve_te(const sdc_lora_targets *tg, int comp, const char *rest, i
                                 "conditioner.embedders.1.transformer.",
                                 "text_encoders.clip_g.transformer.", NULL};
     const char **prefixes = comp == COMP_TE2 ? te2 : te1;
+    /* diffusers' old attention-processor spelling of CLIP projections */
+    static const char *proc[][2] = {{"_self_attn_to_q", "_self_attn_q_proj"},
+                                    {"_self_attn_to_k", "_self_attn_k_proj"},
+                                    {"_self_attn_to_v", "_self_attn_v_proj"},
+                                    {"_self_attn_to_out_0", "_self_attn_out_proj"}};
+    char hf[SDC_MAX_NAME];
+    for (size_t i = 0; i < sizeof proc / sizeof *proc; i++)
+        if (ends_with(rest, proc[i][0]) &&
+            strlen(rest) - strlen(proc[i][0]) + strlen(proc[i][1]) < sizeof hf) {
+            snprintf(hf, sizeof hf, "%.*s%s", (int)(strlen(rest) - strlen(proc[i][0])), rest,
+                     proc[i][1]);
+            rest = hf;
+            break;
+        }
     char oc[SDC_MAX_NAME];
     int oc_third = -1;
     bool has_oc = hf_to_openclip(rest, oc, sizeof oc, &oc_third);

@@ -10,6 +10,8 @@ encoder, SDXL OpenCLIP bigG) in F32 and F16, and LoRAs for it in the layouts sdc
                            names (lora_unet_down_blocks_0_attentions_0_...)
   peft.safetensors         diffusers/PEFT: unet.<diffusers name>.lora_A/.lora_B.weight,
                            text_encoder.<HF name>...; no alpha (alpha/rank folded into lora_B)
+  diffusers_old.safetensors  kohya_diffusers run through diffusers' own kohya converter (its
+                           attention-processor spelling), alpha folded in; deltas as peft's
   te2.safetensors          SDXL lora_te2_ q/k/v/out projections: the q/k/v thirds of the
                            stacked OpenCLIP attn.in_proj_weight
   bad_*.safetensors        broken files the loader must refuse with a clear error
@@ -181,6 +183,28 @@ for rel, rank, alpha in KOHYA_TE:
     peft["text_encoder." + rel + ".lora_B.weight"] = t(up_p)
     ref["peft/" + target] = delta64(target, down, None, up_p, 1.0).astype(np.float32)
 
+# diffusers' own converter (kohya -> diffusers) on the kohya SD1 spelling, alpha/rank folded
+# into lora_up as for PEFT: its older attention-processor names (...attn1.processor.to_q_lora
+# .down.weight, ...self_attn.to_q_lora..., conv1.lora.down.weight); same deltas as "peft/"
+def diffusers_converted():
+    from diffusers.loaders.lora_conversion_utils import _convert_non_diffusers_lora_to_diffusers
+    src = {}
+    for k, v in kohya_diff.items():
+        mod = k.rsplit(".lora_", 1)[0] if ".lora_" in k else k.rsplit(".", 1)[0]
+        if mod + ".lora_mid.weight" in kohya_diff or k.endswith(".alpha"):
+            continue
+        if k.endswith(".lora_up.weight"):
+            a = kohya_diff.get(mod + ".alpha")
+            r = v.shape[1]
+            scale = float(a) / r if a is not None else 1.0
+            v = torch.from_numpy((v.numpy().astype(np.float64) * scale).astype(np.float32))
+        else:
+            v = v.float()
+        src[k] = v
+    out, _ = _convert_non_diffusers_lora_to_diffusers(src)
+    return out
+
+
 # SDXL bigG: kohya names the HF projections; they land on thirds of in_proj_weight
 te2 = {}
 inproj = TE2 + "transformer.resblocks.0.attn.in_proj_weight"
@@ -251,6 +275,8 @@ if __name__ == "__main__":
     save_file(kohya, os.path.join(OUT, "kohya.safetensors"))
     save_file(kohya_diff, os.path.join(OUT, "kohya_diffusers.safetensors"))
     save_file(peft, os.path.join(OUT, "peft.safetensors"))
+    save_file({k: v.contiguous() for k, v in diffusers_converted().items()},
+              os.path.join(OUT, "diffusers_old.safetensors"))
     save_file(te2, os.path.join(OUT, "te2.safetensors"))
     for name, sd in bad.items():
         save_file(sd, os.path.join(OUT, name + ".safetensors"))

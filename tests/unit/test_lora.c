@@ -312,6 +312,10 @@ static void test_merge(sdc_loader *l, sdc_loader *ref, const snapshot *s, sdc_lo
     CHECK(sdc_lora_set_active(st, DATA, &peft, 1, SDC_LORA_IMMEDIATELY) == SDC_OK, "peft: %s",
           sdc_last_error());
     check_merged(l, ref, s, pf, m08, 1, 1e-6, "peft x0.8 merged");
+    sdc_lora_request old = {"diffusers_old", 0.8f};
+    CHECK(sdc_lora_set_active(st, DATA, &old, 1, SDC_LORA_IMMEDIATELY) == SDC_OK, "old: %s",
+          sdc_last_error());
+    check_merged(l, ref, s, pf, m08, 1, 1e-6, "diffusers-converter spelling x0.8 merged");
 
     /* two LoRAs on the same weights, one in kohya's diffusers spelling */
     sdc_lora_request pair[] = {{"kohya", 0.8f}, {"kohya_diffusers.safetensors", 0.5f}};
