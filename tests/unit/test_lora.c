@@ -18,6 +18,8 @@
 #include "models/lora.h"
 #include "models/lora_names.h"
 #include "models/weights.h"
+#include "placement/devices.h"
+#include "placement/split.h"
 #include "test_util.h"
 
 #define DATA SDC_SOURCE_DIR "/tests/data/lora"
@@ -555,6 +557,71 @@ static void test_errors(sdc_loader *l, const snapshot *s, sdc_lora_state *st) {
     CHECK(sdc_lora_mode_from_name("later", &m) != SDC_OK, "bad mode");
 }
 
+/* Two blocks of matmuls on LoRA'd weights: y = W2 (W1 x), W1 the text encoder q_proj,
+ * W2 the out_proj of the second text encoder. */
+static float *run_blocks(sdc_loader *l, sdc_backend *be, const float *x, int64_t M) {
+    sdc_tensor *w1 = sdc_loader_find(l, TE "self_attn.q_proj.weight");
+    sdc_tensor *w2 = sdc_loader_find(l, T2 "out_proj.weight");
+    sdc_graph *g = sdc_graph_create();
+    int64_t ne[2] = {w1->ne[0], M};
+    sdc_tensor *xi = sdc_graph_input(g, SDC_TYPE_F32, 2, ne);
+    sdc_graph_set_block(g, 0);
+    sdc_tensor *h = sdc_matmul(g, w1, xi);
+    sdc_graph_set_block(g, 1);
+    sdc_tensor *y = sdc_matmul(g, w2, h);
+    sdc_graph_set_block(g, -1);
+    sdc_graph_mark_output(g, y);
+    size_t bytes = (size_t)(w2->ne[1] * M) * sizeof(float);
+    float *out = malloc(bytes);
+    sdc_input_data in = {xi, x, (size_t)(ne[0] * M) * sizeof(float)};
+    if (sdc_graph_status(g) != SDC_OK || sdc_backend_set_inputs(be, g, &in, 1) != SDC_OK ||
+        sdc_backend_compute(be, g, NULL, NULL) != SDC_OK ||
+        sdc_backend_tensor_get(be, y, out, 0, bytes) != SDC_OK) {
+        fprintf(stderr, "blocks: %s %s\n", sdc_graph_error(g), sdc_last_error());
+        free(out);
+        out = NULL;
+    }
+    sdc_graph_free(g);
+    return out;
+}
+
+/* A row split (placement/split.h) slices every block matmul, the LoRA's too; it must not
+ * apply the adapters again to the slices (split_backend.c clears their link). */
+static void test_row_split(sdc_loader *l, sdc_lora_state *st) {
+    sdc_lora_request req[] = {{"kohya", 0.8f}, {"te2", 1.0f}};
+    CHECK(sdc_lora_set_active(st, DATA, req, 2, SDC_LORA_AT_RUNTIME) == SDC_OK, "rt: %s",
+          sdc_last_error());
+    CHECK(sdc_set_cpu_devices(2) == SDC_OK, "cpu devices: %s", sdc_last_error());
+    sdc_backend *one = sdc_backend_cpu_create(1);
+    sdc_backend *kids[2] = {sdc_backend_cpu_create(1), sdc_backend_cpu_create(1)};
+    int devs[2] = {0, 1};
+    sdc_backend *split = sdc_split_backend_create("te", kids, devs, 2);
+    CHECK(split != NULL, "split backend: %s", sdc_last_error());
+    int64_t M = 6, K = sdc_loader_find(l, TE "self_attn.q_proj.weight")->ne[0];
+    float *x = rand_vec(K * M), *ref = run_blocks(l, one, x, M), *got = NULL;
+    long diff = -1;
+    sdc_split_stats ss = {0};
+    if (split) {
+        sdc_split_backend_set_mode(split, SDC_SPLIT_ROW);
+        got = run_blocks(l, split, x, M);
+        sdc_split_backend_stats(split, &ss);
+    }
+    if (ref && got) {
+        diff = 0;
+        for (int64_t i = 0; i < 32 * M; i++) diff += memcmp(&ref[i], &got[i], sizeof(float)) != 0;
+    }
+    printf("row split over 2 CPU devices with run-time LoRAs: %d matmuls sliced, %ld of %lld "
+           "values differ from one device\n",
+           ss.n_row_matmuls, diff, (long long)(32 * M));
+    CHECK(diff == 0 && ss.n_row_matmuls == 6, "row split: %ld values differ, %d sliced", diff,
+          ss.n_row_matmuls);
+    free(x), free(ref), free(got);
+    sdc_backend_free(split);
+    sdc_backend_free(kids[0]), sdc_backend_free(kids[1]), sdc_backend_free(one);
+    sdc_devices_reset();
+    CHECK(sdc_lora_set_active(st, DATA, NULL, 0, SDC_LORA_AUTO) == SDC_OK, "none");
+}
+
 /* The diffusers -> LDM UNet map on every SD1 conv/linear weight (pairs from diffusers'
  * convert_ldm_unet_checkpoint), in kohya's and PEFT's spellings, plus the LDM spellings. */
 static void test_sd1_names(void) {
@@ -618,6 +685,7 @@ int main(void) {
     test_merge(l, ref, &s, st);
     test_runtime(l, ref, &s, st);
     test_errors(l, &s, st);
+    test_row_split(l, st);
     sdc_lora_state_free(st);
     check_restored(l, &s, "after sdc_lora_state_free");
     CHECK(sdc_loader_tensor_at(l, 0)->lora == NULL, "links cleared");
