@@ -15,9 +15,10 @@ encoder, SDXL OpenCLIP bigG) in F32 and F16, and LoRAs for it in the layouts sdc
   te2.safetensors          SDXL lora_te2_ q/k/v/out projections: the q/k/v thirds of the
                            stacked OpenCLIP attn.in_proj_weight
   bad_*.safetensors        broken files the loader must refuse with a clear error
-  sd1_unet_names.*         every SD1 UNet conv/linear weight name (LDM, values dummies) and its
-                           diffusers name from diffusers' convert_ldm_unet_checkpoint: checks the
-                           diffusers -> LDM map on the whole SD1 layout
+  sd1_unet_names.*, sdxl_unet_names.*  every SD1 / SDXL UNet conv/linear weight name (LDM,
+                           values dummies) and its diffusers name from diffusers'
+                           convert_ldm_unet_checkpoint: checks the diffusers -> LDM map on the
+                           whole layouts (the SDXL key list is checked against diffusers' UNet)
 
 ref.safetensors holds, per LoRA file and target weight, the weight difference for
 multiplier 1 ("<file>/<target>"), computed in numpy float64 from the values as stored
@@ -268,6 +269,84 @@ def sd1_name_map():
     return pairs, [n for n in names if n.endswith(".weight") and len(shapes[n]) >= 2]
 
 
+def sdxl_ldm_names():
+    """The SDXL base UNet key list (SGM layout), written from its structure; checked below by
+    converting it with diffusers and comparing with a diffusers SDXL UNet's state dict."""
+    n = []
+    def res(p, cin, cout):
+        n.extend([p + s for s in ("in_layers.0.weight", "in_layers.2.weight", "emb_layers.1.weight", "out_layers.0.weight", "out_layers.3.weight")])
+        n.extend([p + s for s in ("in_layers.0.bias", "in_layers.2.bias", "emb_layers.1.bias", "out_layers.0.bias", "out_layers.3.bias")])
+        if cin != cout: n.extend([p + "skip_connection.weight", p + "skip_connection.bias"])
+    def xf(p, depth):
+        for s in ("norm", "proj_in", "proj_out"): n.extend([p + s + ".weight", p + s + ".bias"])
+        for d in range(depth):
+            b = p + "transformer_blocks.%d." % d
+            for a in ("attn1", "attn2"):
+                for q in ("to_q", "to_k", "to_v"): n.append(b + a + "." + q + ".weight")
+                n.extend([b + a + ".to_out.0.weight", b + a + ".to_out.0.bias"])
+            n.extend([b + "ff.net.0.proj.weight", b + "ff.net.0.proj.bias", b + "ff.net.2.weight", b + "ff.net.2.bias"])
+            for k in ("norm1", "norm2", "norm3"): n.extend([b + k + ".weight", b + k + ".bias"])
+    for s in ("time_embed.0", "time_embed.2", "label_emb.0.0", "label_emb.0.2", "input_blocks.0.0"):
+        n.extend([s + ".weight", s + ".bias"])
+    ch = [320, 640, 1280]; depth = [0, 2, 10]
+    ib = 1; skips = [320]; c = 320
+    for lvl in range(3):
+        for r in range(2):
+            res("input_blocks.%d.0." % ib, c, ch[lvl]); c = ch[lvl]
+            if depth[lvl]: xf("input_blocks.%d.1." % ib, depth[lvl])
+            skips.append(c); ib += 1
+        if lvl < 2:
+            n.extend(["input_blocks.%d.0.op.weight" % ib, "input_blocks.%d.0.op.bias" % ib]); skips.append(c); ib += 1
+    res("middle_block.0.", c, c); xf("middle_block.1.", 10); res("middle_block.2.", c, c)
+    ob = 0
+    for lvl in reversed(range(3)):
+        for r in range(3):
+            sk = skips.pop()
+            res("output_blocks.%d.0." % ob, c + sk, ch[lvl]); c = ch[lvl]
+            has = bool(depth[lvl])
+            if has: xf("output_blocks.%d.1." % ob, depth[lvl])
+            if lvl > 0 and r == 2:
+                u = "output_blocks.%d.%d.conv." % (ob, 2 if has else 1); n.extend([u + "weight", u + "bias"])
+            ob += 1
+    n.extend(["out.0.weight", "out.0.bias", "out.2.weight", "out.2.bias"])
+    return ["model.diffusion_model." + x for x in n]
+
+def sdxl_name_map():
+    from diffusers import UNet2DConditionModel
+    from diffusers.loaders import single_file_utils as sfu
+    names = sdxl_ldm_names()
+    ck = {k: torch.tensor([float(i)]) for i, k in enumerate(names)}
+    cfg = {"layers_per_block": 2, "class_embed_type": None, "addition_embed_type": "text_time",
+           "num_class_embeds": None}
+    out = sfu.convert_ldm_unet_checkpoint(dict(ck), cfg)
+    with torch.device("meta"):
+        u = UNet2DConditionModel(
+            sample_size=128, cross_attention_dim=2048, block_out_channels=(320, 640, 1280),
+            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+            up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+            transformer_layers_per_block=(1, 2, 10), attention_head_dim=(5, 10, 20),
+            use_linear_projection=True, addition_embed_type="text_time",
+            addition_time_embed_dim=256, projection_class_embeddings_input_dim=2816)
+    assert set(out) == set(u.state_dict()), "SDXL key list does not match diffusers' UNet"
+    pairs = []
+    for dk, v in out.items():
+        ldm = names[int(v[0])]
+        if dk.endswith(".weight") and not any(x in ldm for x in ("norm", "in_layers.0",
+                                                                  "out_layers.0", "out.0")):
+            pairs.append((dk[:-7], ldm[len(U):-7]))
+    return pairs, [n for n in names if n.endswith(".weight")]
+
+
+def save_names(stem, pairs, ldm_names, what):
+    save_file({n: torch.zeros(1, dtype=torch.float16) for n in ldm_names},
+              os.path.join(OUT, stem + ".safetensors"))
+    with open(os.path.join(OUT, stem + ".tsv"), "w") as f:
+        f.write("# diffusers module\tLDM module (%s UNet, from diffusers "
+                "convert_ldm_unet_checkpoint)\n" % what)
+        for d, l in pairs:
+            f.write("%s\t%s\n" % (d, l))
+
+
 if __name__ == "__main__":
     check_diffusers_names()
     os.makedirs(OUT, exist_ok=True)
@@ -281,12 +360,7 @@ if __name__ == "__main__":
     for name, sd in bad.items():
         save_file(sd, os.path.join(OUT, name + ".safetensors"))
     save_file({k: t(v) for k, v in ref.items()}, os.path.join(OUT, "ref.safetensors"))
-    pairs, ldm_names = sd1_name_map()
-    save_file({n: torch.zeros(1, dtype=torch.float16) for n in ldm_names},
-              os.path.join(OUT, "sd1_unet_names.safetensors"))
-    with open(os.path.join(OUT, "sd1_unet_names.tsv"), "w") as f:
-        f.write("# diffusers module\tLDM module (SD1 UNet, from diffusers convert_ldm_unet_checkpoint)\n")
-        for d, l in pairs:
-            f.write("%s\t%s\n" % (d, l))
+    save_names("sd1_unet_names", *sd1_name_map(), "SD1")
+    save_names("sdxl_unet_names", *sdxl_name_map(), "SDXL")
     for f in sorted(os.listdir(OUT)):
         print(f, os.path.getsize(os.path.join(OUT, f)))

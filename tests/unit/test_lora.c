@@ -622,15 +622,18 @@ static void test_row_split(sdc_loader *l, sdc_lora_state *st) {
     CHECK(sdc_lora_set_active(st, DATA, NULL, 0, SDC_LORA_AUTO) == SDC_OK, "none");
 }
 
-/* The diffusers -> LDM UNet map on every SD1 conv/linear weight (pairs from diffusers'
+/* The diffusers -> LDM UNet map on every SD1 / SDXL conv/linear weight (pairs from diffusers'
  * convert_ldm_unet_checkpoint), in kohya's and PEFT's spellings, plus the LDM spellings. */
-static void test_sd1_names(void) {
-    sdc_loader *l = open_file(DATA "/sd1_unet_names.safetensors");
+static void test_unet_names(const char *stem, const char *what, int min_pairs) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.safetensors", DATA, stem);
+    sdc_loader *l = open_file(path);
     size_t size;
-    char *tsv = (char *)t_read_file(DATA "/sd1_unet_names.tsv", &size);
+    snprintf(path, sizeof path, "%s/%s.tsv", DATA, stem);
+    char *tsv = (char *)t_read_file(path, &size);
     sdc_lora_targets *tg = NULL;
     if (!l || !tsv || sdc_lora_targets_build(l, &tg) != SDC_OK) {
-        CHECK(0, "sd1 names data");
+        CHECK(0, "%s names data", what);
         free(tsv);
         sdc_loader_free(l);
         return;
@@ -662,11 +665,10 @@ static void test_sd1_names(void) {
                 CHECK(0, "'%s' -> %s, want %s", forms[f], t ? t->name : why, want);
         }
     }
-    printf(
-        "SD1 UNet names: %d weights x 4 spellings (kohya diffusers, PEFT, kohya LDM, LDM): %d of "
-        "%d resolve to the right weight\n",
-        n_pairs, n_ok, n_tries);
-    CHECK(n_pairs > 250 && n_ok == n_tries, "sd1 names");
+    printf("%s UNet names: %d weights x 4 spellings (kohya diffusers, PEFT, kohya LDM, LDM): %d of "
+           "%d resolve to the right weight\n",
+           what, n_pairs, n_ok, n_tries);
+    CHECK(n_pairs >= min_pairs && n_ok == n_tries, "%s names", what);
     sdc_lora_targets_free(tg);
     free(tsv);
     sdc_loader_free(l);
@@ -692,7 +694,8 @@ int main(void) {
     drop(&s);
     test_quant(ref, SDC_TYPE_Q8_0);
     test_quant(ref, SDC_TYPE_Q4_K);
-    test_sd1_names();
+    test_unet_names("sd1_unet_names", "SD1", 282);
+    test_unet_names("sdxl_unet_names", "SDXL", 650);
     sdc_loader_free(ref);
     sdc_loader_free(l);
     TEST_MAIN_END();
