@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "core/lora_link.h"
+
 #define SHAPE(t, buf) sdc_tensor_shape_str((t), (buf), sizeof(buf))
 
 static bool is_float_type(sdc_type t) {
@@ -462,7 +464,7 @@ sdc_tensor *sdc_timestep_embedding(sdc_graph *g, sdc_tensor *t, int dim, int max
 /* ---------------------------------------------------------------- heavy ops */
 
 /* MATMUL: src = {w, x}. */
-sdc_tensor *sdc_matmul(sdc_graph *g, sdc_tensor *w, sdc_tensor *x) {
+static sdc_tensor *matmul_node(sdc_graph *g, sdc_tensor *w, sdc_tensor *x) {
     if (!w || !x) return NULL;
     char bw[64], bx[64];
     const sdc_type_traits *tr = sdc_type_get(w->type);
@@ -516,8 +518,9 @@ sdc_tensor *sdc_attention(sdc_graph *g, sdc_tensor *q, sdc_tensor *k, sdc_tensor
 /* CONV2D: src = {x, w, bias or NULL}; i[0..6] = stride x, stride y, pad x, pad y,
  * dilation x, dilation y, groups. A quantised w is read as Cout rows of KW*KH*Cin/groups
  * values each (which must be a whole number of blocks). */
-sdc_tensor *sdc_conv2d(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *bias, int stride_x,
-                       int stride_y, int pad_x, int pad_y, int dil_x, int dil_y, int groups) {
+static sdc_tensor *conv2d_node(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *bias,
+                               int stride_x, int stride_y, int pad_x, int pad_y, int dil_x,
+                               int dil_y, int groups) {
     if (!x || !w) return NULL;
     char bx[64], bw[64];
     const sdc_type_traits *tr = sdc_type_get(w->type);
@@ -555,4 +558,106 @@ sdc_tensor *sdc_conv2d(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *b
     int32_t p[7] = {stride_x, stride_y, pad_x, pad_y, dil_x, dil_y, groups};
     for (int i = 0; i < 7; i++) t->params.i[i] = p[i];
     return t;
+}
+
+/* ---------------------------------------------------------------- run-time LoRA */
+
+/* The weight whose `lora` applies to w: w itself, or the weight a view node w reads. */
+static const sdc_tensor *lora_owner(const sdc_tensor *w) {
+    if (w->lora) return w->lora->n > 0 ? w : NULL;
+    const sdc_tensor *o = w->op == SDC_OP_VIEW ? w->view_src : NULL;
+    return o && o->lora && o->lora->n > 0 ? o : NULL;
+}
+
+/* Output channels of a LoRA'd weight: Linear ne=[K, N], conv ne=[KW, KH, Cin, Cout]. */
+static int64_t lora_outputs(const sdc_tensor *o) {
+    return o->ne[2] != 1 || o->ne[3] != 1 ? o->ne[3] : o->ne[1];
+}
+
+/* w reads all of o, reshaped (a 1x1 conv as a Linear or back). */
+static bool lora_whole(const sdc_tensor *w, const sdc_tensor *o, int64_t n_out) {
+    return w == o ||
+           (w->view_offset == 0 && sdc_tensor_is_contiguous(w) &&
+            sdc_tensor_nelements(w) == sdc_tensor_nelements(o) && n_out == lora_outputs(o));
+}
+
+/* An adapter still to add at run time: not merged into the data this tensor reads. */
+static bool lora_pending(const sdc_tensor *owner, const sdc_lora_adapter *a) {
+    return !(a->merged && owner->data && owner->data == owner->lora->merged_data);
+}
+
+/* a (contiguous F32 adapter weight) with shape ne, reshaped when it differs. */
+static sdc_tensor *lora_shaped(sdc_graph *g, sdc_tensor *a, int64_t n0, int64_t n1, int64_t n2,
+                               int64_t n3) {
+    if (a->ne[0] == n0 && a->ne[1] == n1 && a->ne[2] == n2 && a->ne[3] == n3) return a;
+    return sdc_reshape_4d(g, a, n0, n1, n2, n3);
+}
+
+sdc_tensor *sdc_matmul(sdc_graph *g, sdc_tensor *w, sdc_tensor *x) {
+    sdc_tensor *y = matmul_node(g, w, x);
+    const sdc_tensor *o = y ? lora_owner(w) : NULL;
+    if (!o) return y;
+    /* all of o, or a block of whole rows of a Linear (the q/k/v thirds of an in_proj) */
+    int64_t r0 = 0, n_out = lora_outputs(o), K = w->ne[0], N = w->ne[1];
+    bool whole = lora_whole(w, o, N);
+    if (!whole) {
+        bool rows = o->ne[2] == 1 && o->ne[3] == 1 && w->ne[0] == o->ne[0] &&
+                    w->nb[1] == o->nb[1] && w->view_offset % o->nb[1] == 0;
+        r0 = rows ? (int64_t)(w->view_offset / o->nb[1]) : 0;
+        if (!rows || r0 + N > o->ne[1])
+            return sdc_graph_set_error(g,
+                                       "sdc_matmul: LoRA on '%s': the view is not a block of "
+                                       "rows",
+                                       o->name);
+    }
+    if (w->ne[2] != 1 || w->ne[3] != 1)
+        return sdc_graph_set_error(g, "sdc_matmul: LoRA on batched weight '%s'", o->name);
+    for (int i = 0; i < o->lora->n && y; i++) {
+        const sdc_lora_adapter *a = &o->lora->adapters[i];
+        if (!lora_pending(o, a)) continue;
+        int64_t R = sdc_tensor_nelements(a->up) / n_out;
+        if (a->mid || sdc_tensor_nelements(a->down) != (whole ? K : o->ne[0]) * R)
+            return sdc_graph_set_error(g, "sdc_matmul: LoRA adapter does not fit '%s'", o->name);
+        sdc_tensor *up = lora_shaped(g, a->up, R, n_out, 1, 1);
+        if (!whole) {
+            int64_t ne[4] = {R, N, 1, 1}, off[4] = {0, r0, 0, 0};
+            up = sdc_slice(g, up, ne, off);
+        }
+        sdc_tensor *d = matmul_node(g, lora_shaped(g, a->down, K, R, 1, 1), x);
+        y = sdc_add(g, y, matmul_node(g, up, d));
+    }
+    return y;
+}
+
+sdc_tensor *sdc_conv2d(sdc_graph *g, sdc_tensor *x, sdc_tensor *w, sdc_tensor *bias, int stride_x,
+                       int stride_y, int pad_x, int pad_y, int dil_x, int dil_y, int groups) {
+    sdc_tensor *y =
+        conv2d_node(g, x, w, bias, stride_x, stride_y, pad_x, pad_y, dil_x, dil_y, groups);
+    const sdc_tensor *o = y ? lora_owner(w) : NULL;
+    if (!o) return y;
+    int64_t kw = w->ne[0], kh = w->ne[1], cin = w->ne[2], cout = w->ne[3];
+    if (groups != 1 || !lora_whole(w, o, cout))
+        return sdc_graph_set_error(g, "sdc_conv2d: LoRA on '%s': %s", o->name,
+                                   groups != 1 ? "grouped conv" : "a view of part of the weight");
+    for (int i = 0; i < o->lora->n && y; i++) {
+        const sdc_lora_adapter *a = &o->lora->adapters[i];
+        if (!lora_pending(o, a)) continue;
+        int64_t R = sdc_tensor_nelements(a->up) / cout;
+        /* Linear-shaped adapters of a weight used as a 1x1 conv get conv shapes */
+        sdc_tensor *up = lora_shaped(g, a->up, 1, 1, R, cout), *d;
+        if (a->mid) {
+            int64_t Rd = a->mid->ne[2];
+            d = conv2d_node(g, x, lora_shaped(g, a->down, 1, 1, cin, Rd), NULL, 1, 1, 0, 0, 1, 1,
+                            1);
+            d = conv2d_node(g, d, a->mid, NULL, stride_x, stride_y, pad_x, pad_y, dil_x, dil_y, 1);
+        } else {
+            d = conv2d_node(g, x, lora_shaped(g, a->down, kw, kh, cin, R), NULL, stride_x, stride_y,
+                            pad_x, pad_y, dil_x, dil_y, 1);
+        }
+        d = conv2d_node(g, d, up, NULL, 1, 1, 0, 0, 1, 1, 1);
+        if (d && !sdc_tensor_same_shape(d, y))
+            return sdc_graph_set_error(g, "sdc_conv2d: LoRA adapter does not fit '%s'", o->name);
+        y = sdc_add(g, y, d);
+    }
+    return y;
 }

@@ -81,6 +81,9 @@ typedef struct sdc_tensor {
     int block; /* repeated block (layer) whose builder made it, -1 outside blocks: where a
                 * layer split may cut the graph (sdc_graph_set_block) */
     struct sdc_graph *graph; /* the graph that created it; NULL for weights */
+    /* LoRAs that sdc_matmul / sdc_conv2d add to this weight at run time (core/lora_link.h,
+     * filled by models/lora.c); NULL: none. Copies of a weight keep it. */
+    const struct sdc_lora_link *lora;
 
     /* planner results */
     int64_t plan_offset; /* byte offset in the scratch buffer, -1 if not planned */

@@ -6,6 +6,7 @@
 #include "core/backend.h"
 #include "core/buffer.h"
 #include "core/fp16.h"
+#include "core/lora_link.h"
 
 sdc_tensor *sdc_weight_find(const sdc_weight_source *ws, const char *prefix, const char *name) {
     char full[512];
@@ -71,6 +72,7 @@ sdc_status sdc_weight_convert_copy(const sdc_tensor *w, sdc_type type, const int
     t.plan_offset = -1;
     t.last_use = -1;
     snprintf(t.name, sizeof t.name, "%s", w->name);
+    t.lora = w->lora;
     *out = t;
     if (type != SDC_TYPE_F32 && type != SDC_TYPE_F16)
         return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s': copies are f32 or f16, not %s", w->name,
@@ -86,7 +88,14 @@ sdc_status sdc_weight_convert_copy(const sdc_tensor *w, sdc_type type, const int
         free(half);
         return sdc_fail(SDC_ERR_NO_MEMORY, "tensor '%s': out of memory", w->name);
     }
-    sdc_status s = sdc_weight_to_f32(w, host);
+    /* a weight with LoRAs merged in is copied as loaded: the copy keeps w's link and gets
+     * the adapters at run time (core/lora_link.h) */
+    sdc_tensor src = *w;
+    if (w->lora && w->lora->pristine_data) {
+        src.data = (void *)w->lora->pristine_data;
+        src.buffer = w->lora->pristine_buffer;
+    }
+    sdc_status s = sdc_weight_to_f32(&src, host);
     if (s == SDC_OK && half)
         for (int64_t i = 0; i < cnt; i++) half[i] = sdc_f32_to_fp16(host[i]);
     sdc_buffer *buf = NULL;

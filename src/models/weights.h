@@ -25,7 +25,8 @@ struct sdc_backend;
  * weights in F16): type F32 or F16, shape ne (same element count; NULL: w's), contiguous,
  * in a weights buffer of its own from backend `be` (NULL: host memory). Converted on the
  * host and written through the backend, so a device can hold it. *out is overwritten;
- * free with sdc_buffer_free(out->buffer). */
+ * free with sdc_buffer_free(out->buffer). The copy keeps w's LoRA link (`lora`): it is made
+ * from the weight as loaded and gets the active LoRAs at run time (models/lora.h). */
 sdc_status sdc_weight_convert_copy(const sdc_tensor *w, sdc_type type, const int64_t *ne,
                                    struct sdc_backend *be, sdc_tensor *out);
 

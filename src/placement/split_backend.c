@@ -689,6 +689,7 @@ static sdc_tensor *row_matmul(split_impl *S, row_graph *rg, const split_run *R, 
         if (r1 <= r0) continue;
         sdc_tensor *ws = &rg->slices[rg->n_slices++];
         *ws = *w;
+        ws->lora = NULL; /* the graph already holds w's run-time LoRA nodes */
         ws->ne[1] = r1 - r0;
         ws->nb[2] = ws->nb[3] = ws->nb[1] * (size_t)ws->ne[1];
         ws->data = (char *)w->data + (size_t)r0 * w->nb[1];
