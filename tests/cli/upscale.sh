@@ -51,6 +51,9 @@ check "--upscale-tile-size 16: same size" is_size "$TMP/x4_t16.png" 192x160
 check "tiles of 16 give another image than one 48x40 pass" bash -c "! cmp -s '$TMP/o/x4.png' '$TMP/x4_t16.png'"
 run -M upscale --upscale-model "$X4" -i "$SRC" -t 1 --upscale-tile-size 0 -o "$TMP/x4_t0.png"
 check "--upscale-tile-size 0 (no tiling) = default tile 128 on a 48x40 image" cmp -s "$TMP/o/x4.png" "$TMP/x4_t0.png"
+"$SDC" -M convert -m "$X4" -o "$TMP/x4.gguf" >/dev/null 2>&1
+run -M upscale --upscale-model "$TMP/x4.gguf" -i "$SRC" -t 2 -o "$TMP/x4_gguf.png"
+check "the x4 model converted to GGUF (-M convert) gives the same file" cmp -s "$TMP/o/x4.png" "$TMP/x4_gguf.png"
 run -M upscale --upscale-model "$X2" -i "$SRC" -t 2 --upscale-repeats 2 -o "$TMP/x2r2.png"
 check "old-layout x2 model, --upscale-repeats 2: 192x160" is_size "$TMP/x2r2.png" 192x160
 run -M upscale --upscale-model "$X2" -i "$SRC" --upscale-repeats 0 -o "$TMP/x2r0.png"
