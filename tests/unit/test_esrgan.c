@@ -1,7 +1,8 @@
 /* ESRGAN upscaler against spandrel (tests/golden/gen_esrgan_ref.py): tiny random RRDBNets in
  * the Real-ESRGAN (F16), old ESRGAN (F32) and pixel-unshuffle x2plus layouts, untiled and
  * with sd.cpp's tiling rule (re-implemented in the generator), through the model API
- * (floats) and the public API (8-bit images); plus detection and error messages. */
+ * (floats) and the public API (8-bit images); the BSRGAN names of the same weights; plus
+ * detection and error messages. */
 #include <unistd.h>
 
 #include "core/backend.h"
@@ -133,6 +134,50 @@ done:
     free(x);
     free(want);
     model_close(&md);
+}
+
+/* The x4 file seen through BSRGAN/RealSR names (RRDB_trunk.N.RDBk, trunk_conv, upconvN,
+ * HRconv): the stored Real-ESRGAN names are hidden, so only the BSRGAN table can find them. */
+static sdc_tensor *bsrgan_find(void *user, const char *name) {
+    static const char *const map[][2] = {{"RRDB_trunk.", "body."}, {"trunk_conv.", "conv_body."},
+                                         {"upconv", "conv_up"},    {"HRconv.", "conv_hr."},
+                                         {"conv_first.", NULL},    {"conv_last.", NULL}};
+    char buf[160];
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        size_t n = strlen(map[i][0]);
+        if (strncmp(name, map[i][0], n)) continue;
+        snprintf(buf, sizeof buf, "%s%s", map[i][1] ? map[i][1] : map[i][0], name + n);
+        char *rdb = strstr(buf, ".RDB");
+        if (rdb) memcpy(rdb, ".rdb", 4);
+        return sdc_loader_find(user, buf);
+    }
+    return NULL;
+}
+
+static void check_bsrgan_names(sdc_backend *be, sdc_st_file *ref) {
+    sdc_loader *l = NULL;
+    sdc_esrgan *m = NULL;
+    sdc_weight_source ws = {bsrgan_find, NULL};
+    bool ok = sdc_loader_create(&l) == SDC_OK &&
+              sdc_loader_add_file(l, DATA "x4.safetensors", NULL) == SDC_OK;
+    ws.user = l;
+    ok = ok && sdc_esrgan_load(&ws, "", &m) == SDC_OK;
+    CHECK(ok && sdc_esrgan_get_config(m)->scale == 4 && sdc_esrgan_get_config(m)->num_block == 2,
+          "BSRGAN layout: %s", sdc_last_error());
+    int w, h, rw, rh;
+    float *x = planar(ref, "in_a", &w, &h, 1.0f / 255.0f);
+    float *want = planar(ref, "x4.full", &rw, &rh, 1.0f);
+    if (ok && x && want) {
+        size_t n = (size_t)rw * rh * 3;
+        float *out = malloc(n * sizeof(float));
+        CHECK(sdc_esrgan_run(m, be, x, w, h, out) == SDC_OK, "BSRGAN run: %s", sdc_last_error());
+        compare("x4.full via BSRGAN names", out, want, n);
+        free(out);
+    }
+    free(x);
+    free(want);
+    sdc_esrgan_free(m);
+    sdc_loader_free(l);
 }
 
 /* The public API on 8-bit pixels: sd.cpp's conversions around the tiled model. */
@@ -281,6 +326,7 @@ int main(void) {
     check_model(be, ref, DATA "x2_old.safetensors", "in_a", "x2_old.full", NULL, 0, 2, 1, 1);
     check_model(be, ref, DATA "x2_unshuffle.safetensors", "in_b", "x2_unshuffle.full",
                 "x2_unshuffle.tiled8", 8, 2, 1, 2);
+    check_bsrgan_names(be, ref);
     check_public(ref);
     check_errors();
     sdc_backend_free(be);
