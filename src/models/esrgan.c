@@ -283,7 +283,9 @@ sdc_status sdc_esrgan_run(sdc_esrgan *m, sdc_backend *be, const float *x, int w,
     const sdc_esrgan_config *c = &m->cfg;
     const int r = c->unshuffle, s = c->scale;
     if (w < 1 || h < 1) return sdc_fail(SDC_ERR_INVALID_ARG, "esrgan: image %dx%d", w, h);
-    if (r > 1 && ((w % r && w < 2) || (h % r && h < 2)))
+    /* reflect padding needs more pixels than it adds */
+    int pad_w = (r - w % r) % r, pad_h = (r - h % r) % r;
+    if (pad_w >= w || pad_h >= h)
         return sdc_fail(SDC_ERR_INVALID_ARG,
                         "esrgan: a %dx%d image (or tile) is too small for this model's "
                         "pixel-unshuffle",

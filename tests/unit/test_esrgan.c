@@ -129,6 +129,12 @@ static void check_model(sdc_backend *be, sdc_st_file *ref, const char *file, con
             free(wt);
         }
     }
+    if (want_unshuffle > 1) { /* a 1-pixel side cannot be reflect-padded to even */
+        st = sdc_esrgan_run(md.m, be, x, 1, 3, out);
+        printf("1x3 image: %s\n", sdc_last_error());
+        CHECK(st == SDC_ERR_INVALID_ARG && strstr(sdc_last_error(), "too small"),
+              "%s: a 1x3 image is refused", file);
+    }
     free(out);
 done:
     free(x);
