@@ -23,12 +23,14 @@ static sdc_tensor *loader_find(void *user, const char *name) {
     return sdc_loader_find(user, name);
 }
 
-/* Checkpoints wrap the state dict at times (Real-ESRGAN's .pth: "params_ema"): the prefix
- * is whatever comes before the first dense block's first conv. */
+/* Checkpoints wrap the state dict at times (Real-ESRGAN's .pth: "params_ema", some also
+ * "params"): the prefix is whatever comes before the first dense block's first conv, the
+ * EMA weights preferred (as Real-ESRGAN and spandrel load them). */
 static bool find_prefix(const sdc_loader *l, char *prefix, size_t n) {
     static const char *const first[] = {"body.0.rdb1.conv1.weight",
                                         "model.1.sub.0.RDB1.conv1.0.weight",
                                         "RRDB_trunk.0.RDB1.conv1.weight"};
+    bool found = false;
     for (int i = 0; i < sdc_loader_tensor_count(l); i++) {
         const char *name = sdc_loader_tensor_at(l, i)->name;
         size_t len = strlen(name);
@@ -36,14 +38,16 @@ static bool find_prefix(const sdc_loader *l, char *prefix, size_t n) {
             size_t fl = strlen(first[k]);
             if (len < fl || strcmp(name + len - fl, first[k])) continue;
             size_t pl = len - fl;
-            if (pl && name[pl - 1] != '.') continue;
-            if (pl >= n) return false;
+            if ((pl && name[pl - 1] != '.') || pl >= n) continue;
+            bool ema = pl == strlen("params_ema.") && !strncmp(name, "params_ema.", pl);
+            if (found && !ema) continue;
             memcpy(prefix, name, pl);
             prefix[pl] = '\0';
-            return true;
+            if (ema) return true;
+            found = true;
         }
     }
-    return false;
+    return found;
 }
 
 sdc_status sdc_upscaler_create(const char *path, int n_threads, int tile_size, sdc_upscaler **out) {

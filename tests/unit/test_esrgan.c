@@ -260,6 +260,53 @@ static bool write_bad(const char *path, int64_t bad_cin, bool with_rdb) {
     return st == SDC_OK;
 }
 
+/* A .pth-like wrapper: the x4 weights under "params." (zeroed: the non-EMA copy) and
+ * "params_ema." (the real ones), non-EMA first; the EMA weights must be the ones used. */
+static void check_wrapper_prefix(void) {
+    char dir[] = "/tmp/sdc_esrgan_w_XXXXXX", path[128];
+    sdc_st_file *f = NULL;
+    sdc_st_writer *wr = NULL;
+    if (!mkdtemp(dir) || sdc_st_open(DATA "x4.safetensors", &f) != SDC_OK ||
+        sdc_st_writer_create(&wr) != SDC_OK) {
+        CHECK(0, "wrapper setup: %s", sdc_last_error());
+        sdc_st_close(f);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/wrapped.safetensors", dir);
+    static char zeros[1 << 20];
+    char name[160];
+    const char *pre[2] = {"params.", "params_ema."};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < sdc_st_count(f); i++) {
+            const sdc_st_tensor *t = sdc_st_at(f, i);
+            snprintf(name, sizeof name, "%s%s", pre[k], t->name);
+            sdc_st_writer_add(wr, name, t->dtype, t->ndim, t->shape, k ? t->data : zeros);
+        }
+    CHECK(sdc_st_writer_write(wr, path, NULL, NULL) == SDC_OK, "writing %s", path);
+    sdc_st_writer_free(wr);
+    sdc_st_close(f);
+    sdc_upscaler *a = NULL, *b = NULL;
+    sdc_status sa = sdc_upscaler_create(DATA "x4.safetensors", 1, 16, &a);
+    sdc_status sb = sdc_upscaler_create(path, 1, 16, &b);
+    CHECK(sa == SDC_OK && sb == SDC_OK, "wrapped file: %s", sdc_last_error());
+    if (sa == SDC_OK && sb == SDC_OK) {
+        sdc_image in = {24, 20, 3, malloc(24 * 20 * 3), 0}, oa = {0}, ob = {0};
+        for (int i = 0; i < 24 * 20 * 3; i++) in.data[i] = (uint8_t)(i * 37 % 251);
+        bool same = sdc_upscale_image(a, &in, &oa) == SDC_OK &&
+                    sdc_upscale_image(b, &in, &ob) == SDC_OK && oa.width == ob.width &&
+                    !memcmp(oa.data, ob.data, (size_t)oa.width * oa.height * 3);
+        printf("params / params_ema wrapper: the EMA weights are used: %s\n", same ? "yes" : "no");
+        CHECK(same, "the params_ema. weights must be picked");
+        sdc_image_free(&oa);
+        sdc_image_free(&ob);
+        free(in.data);
+    }
+    sdc_upscaler_free(a);
+    sdc_upscaler_free(b);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void check_errors(void) {
     sdc_upscaler *u = NULL;
     sdc_status st = sdc_upscaler_create("/nonexistent/esrgan.safetensors", 1, 128, &u);
@@ -334,6 +381,7 @@ int main(void) {
                 "x2_unshuffle.tiled8", 8, 2, 1, 2);
     check_bsrgan_names(be, ref);
     check_public(ref);
+    check_wrapper_prefix();
     check_errors();
     sdc_backend_free(be);
     sdc_st_close(ref);
