@@ -272,7 +272,9 @@ SDC_API sdc_status sdc_convert(const sdc_convert_params *p);
 /* ---- upscaling (ESRGAN: --upscale-model, -M upscale) ----
  * sd.cpp's upscaler: RRDBNet models (RealESRGAN_x4plus, RealESRGAN_x4plus_anime_6B, x2 and
  * x1 models; the Real-ESRGAN, old ESRGAN and BSRGAN key layouts; Real-ESRGAN x2plus's
- * pixel-unshuffle input too), configuration detected from the weights, run on the CPU. */
+ * pixel-unshuffle input too), configuration detected from the weights, run on the CPU in
+ * sd.cpp's arithmetic (conv weights and conv inputs rounded to F16, as its F16 im2col does),
+ * with its u8 <-> float conversions (v/255; clamp, v*255 + 0.5 truncated). */
 typedef struct sdc_upscaler sdc_upscaler;
 /* Loads the model in `path` (safetensors, GGUF, or whatever else the loader reads; tensors
  * may sit under a wrapper prefix such as "params_ema."). n_threads <= 0: all physical

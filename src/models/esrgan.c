@@ -11,6 +11,7 @@
 
 typedef struct conv {
     sdc_tensor *w, *b;
+    sdc_tensor *w16; /* w in F16 for sd.cpp's numerics (w itself when stored so or quantised) */
 } conv;
 
 typedef enum layout { L_NEW, L_OLD, L_BSR } layout;
@@ -22,8 +23,9 @@ struct sdc_esrgan {
     sdc_esrgan_config cfg;
     conv first, body, up[2], hr, last;
     conv *rdb;         /* [num_block][3][5] */
-    sdc_tensor *owned; /* F32 copies of biases stored otherwise */
+    sdc_tensor *owned; /* F32 biases and F16 weights converted from what is stored */
     int n_owned, cap_owned;
+    sdc_esrgan_numerics mode;
 };
 
 /* Base name (without .weight/.bias) of a conv in layout L. RDB: i block, k rdb (1..3),
@@ -63,15 +65,15 @@ static bool has_conv(const sdc_weight_source *ws, const char *prefix, layout L, 
     return sdc_weight_find(ws, prefix, name) != NULL;
 }
 
-/* Biases feed the conv op as F32; F16/BF16 ones get an F32 copy owned by the model. */
-static sdc_status f32_bias(sdc_esrgan *m, sdc_tensor *b, sdc_tensor **out) {
-    if (b->type == SDC_TYPE_F32) {
+/* A copy of t in `type` owned by the model (t itself when it has that type already). */
+static sdc_status owned_copy(sdc_esrgan *m, sdc_tensor *b, sdc_type type, sdc_tensor **out) {
+    if (b->type == type) {
         *out = b;
         return SDC_OK;
     }
-    if (m->n_owned == m->cap_owned) return sdc_fail(SDC_ERR_INTERNAL, "esrgan: bias slots");
+    if (m->n_owned == m->cap_owned) return sdc_fail(SDC_ERR_INTERNAL, "esrgan: copy slots");
     sdc_tensor *t = &m->owned[m->n_owned];
-    sdc_status s = sdc_weight_convert_copy(b, SDC_TYPE_F32, NULL, NULL, t);
+    sdc_status s = sdc_weight_convert_copy(b, type, NULL, NULL, t);
     if (s != SDC_OK) return s;
     m->n_owned++;
     *out = t;
@@ -90,7 +92,11 @@ static sdc_status load_conv(sdc_esrgan *m, const sdc_weight_source *ws, const ch
     int64_t bne[1] = {c->w->ne[3]};
     snprintf(name, sizeof name, "%s.bias", base);
     if ((s = sdc_weight_require(ws, prefix, name, 1, bne, &c->b)) != SDC_OK) return s;
-    return f32_bias(m, c->b, &c->b);
+    /* biases feed the conv op as F32 */
+    if ((s = owned_copy(m, c->b, SDC_TYPE_F32, &c->b)) != SDC_OK) return s;
+    bool plain = c->w->type == SDC_TYPE_F32 || c->w->type == SDC_TYPE_BF16;
+    c->w16 = c->w;
+    return plain ? owned_copy(m, c->w, SDC_TYPE_F16, &c->w16) : SDC_OK;
 }
 
 /* Layout, depth, widths and upsampling from the tensor names and shapes. */
@@ -138,8 +144,8 @@ sdc_status sdc_esrgan_load(const sdc_weight_source *ws, const char *prefix, sdc_
     if (s != SDC_OK) goto fail;
     int nconv = c->num_block * 15 + 6;
     m->rdb = calloc((size_t)c->num_block * 15, sizeof(conv));
-    m->owned = calloc((size_t)nconv, sizeof(sdc_tensor));
-    m->cap_owned = nconv;
+    m->owned = calloc((size_t)nconv * 2, sizeof(sdc_tensor));
+    m->cap_owned = nconv * 2;
     if (!m->rdb || !m->owned) {
         s = sdc_fail(SDC_ERR_NO_MEMORY, "esrgan: out of memory");
         goto fail;
@@ -217,10 +223,21 @@ const sdc_esrgan_config *sdc_esrgan_get_config(const sdc_esrgan *m) {
     return &m->cfg;
 }
 
+void sdc_esrgan_set_numerics(sdc_esrgan *m, sdc_esrgan_numerics mode) {
+    m->mode = mode;
+}
+
 /* ---- the network ---- */
 
-static sdc_tensor *conv3(sdc_graph *g, sdc_tensor *x, const conv *c) {
-    return sdc_conv2d(g, x, c->w, c->b, 1, 1, 1, 1, 1, 1, 1);
+typedef struct gctx {
+    sdc_graph *g;
+    bool sdcpp; /* sd.cpp's F16 weights and F16-rounded conv inputs */
+} gctx;
+
+static sdc_tensor *conv3(const gctx *c, sdc_tensor *x, const conv *cv) {
+    if (!c->sdcpp) return sdc_conv2d(c->g, x, cv->w, cv->b, 1, 1, 1, 1, 1, 1, 1);
+    x = sdc_cast(c->g, sdc_cast(c->g, x, SDC_TYPE_F16), SDC_TYPE_F32);
+    return sdc_conv2d(c->g, x, cv->w16, cv->b, 1, 1, 1, 1, 1, 1, 1);
 }
 
 /* leaky_relu(x, 0.2) = x + relu(-0.8 x): exact for x >= 0 */
@@ -229,27 +246,29 @@ static sdc_tensor *lrelu(sdc_graph *g, sdc_tensor *x) {
 }
 
 /* Residual dense block: five convs over the growing concatenation, out = x + 0.2 * conv5. */
-static sdc_tensor *rdb(sdc_graph *g, sdc_tensor *x, const conv *c) {
+static sdc_tensor *rdb(const gctx *gc, sdc_tensor *x, const conv *c) {
+    sdc_graph *g = gc->g;
     sdc_tensor *cat = x;
-    for (int j = 0; j < 4; j++) cat = sdc_concat(g, cat, lrelu(g, conv3(g, cat, &c[j])), 2);
-    return sdc_add(g, sdc_scale(g, conv3(g, cat, &c[4]), 0.2f, 0.0f), x);
+    for (int j = 0; j < 4; j++) cat = sdc_concat(g, cat, lrelu(g, conv3(gc, cat, &c[j])), 2);
+    return sdc_add(g, sdc_scale(g, conv3(gc, cat, &c[4]), 0.2f, 0.0f), x);
 }
 
 static sdc_tensor *forward(const sdc_esrgan *m, sdc_graph *g, sdc_tensor *x) {
     const sdc_esrgan_config *c = &m->cfg;
-    sdc_tensor *feat = conv3(g, x, &m->first);
+    const gctx gc = {g, m->mode == SDC_ESRGAN_SDCPP};
+    sdc_tensor *feat = conv3(&gc, x, &m->first);
     sdc_tensor *h = feat;
     for (int i = 0; i < c->num_block; i++) {
         sdc_graph_set_block(g, i);
         sdc_tensor *b = h;
-        for (int k = 0; k < 3; k++) b = rdb(g, b, &m->rdb[(i * 3 + k) * 5]);
+        for (int k = 0; k < 3; k++) b = rdb(&gc, b, &m->rdb[(i * 3 + k) * 5]);
         h = sdc_add(g, sdc_scale(g, b, 0.2f, 0.0f), h);
     }
     sdc_graph_set_block(g, -1);
-    feat = sdc_add(g, feat, conv3(g, h, &m->body));
+    feat = sdc_add(g, feat, conv3(&gc, h, &m->body));
     for (int u = 0; u < c->n_up; u++)
-        feat = lrelu(g, conv3(g, sdc_upsample_nearest(g, feat, 2), &m->up[u]));
-    return conv3(g, lrelu(g, conv3(g, feat, &m->hr)), &m->last);
+        feat = lrelu(g, conv3(&gc, sdc_upsample_nearest(g, feat, 2), &m->up[u]));
+    return conv3(&gc, lrelu(g, conv3(&gc, feat, &m->hr)), &m->last);
 }
 
 /* The model's input for an image: reflect-padded to a multiple of the unshuffle factor r

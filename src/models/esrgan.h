@@ -26,10 +26,17 @@ typedef struct sdc_esrgan_config {
 
 typedef struct sdc_esrgan sdc_esrgan;
 
+/* How the convs compute. SDCPP (the default) is sd.cpp's arithmetic: conv weights held in
+ * F16 and each conv input rounded to F16 (ggml_conv_2d's im2col takes the kernel's type;
+ * sd.cpp always loads ESRGAN conv weights as F16), F32 accumulation. EXACT keeps the stored
+ * weights and F32 activations (PyTorch's result). */
+typedef enum sdc_esrgan_numerics { SDC_ESRGAN_SDCPP = 0, SDC_ESRGAN_EXACT = 1 } sdc_esrgan_numerics;
+
 /* prefix: where the tensors are ("" for a plain upscaler file). */
 sdc_status sdc_esrgan_load(const sdc_weight_source *ws, const char *prefix, sdc_esrgan **out);
 void sdc_esrgan_free(sdc_esrgan *m);
 const sdc_esrgan_config *sdc_esrgan_get_config(const sdc_esrgan *m);
+void sdc_esrgan_set_numerics(sdc_esrgan *m, sdc_esrgan_numerics mode);
 
 /* One pass over a whole image: x planar RGB [3][h][w] (0..1) -> out [3][h*s][w*s] (s =
  * scale), unclamped. */

@@ -27,6 +27,9 @@ inputs, model-range floats (unclamped) for outputs:
   - x4.full: x4 model on in_a as one piece; x4.tiled16: the same with sd.cpp's tiling rule, tile 16.
   - x2_old.full: on in_a. x2_unshuffle.full: on in_b (spandrel reflect-pads to even sizes and crops).
   - x2_unshuffle.tiled8: on in_b with tile 8.
+  - each of these again with suffix "_sdcpp": the same run in sd.cpp's arithmetic (conv weights and
+    conv inputs rounded to F16, as ggml_conv_2d's F16 im2col does; see sdcpp_numerics), which is
+    what sdc's upscaler computes by default.
 The tiling rule (sd.cpp's process_tiles_2d / sd_tiling_calc_tiles, for an upscaler: overlap factor
 0.25, non-circular, tiles blended with smootherstep weights over the overlap) is re-implemented below
 from its description; the model runs on each input tile separately (zero padding at tile borders).
@@ -78,6 +81,17 @@ def spandrel_model(sd):
     from spandrel import ModelLoader
     desc = ModelLoader().load_from_state_dict({k: v.float() for k, v in sd.items()})
     desc.model.eval()
+    return desc
+
+
+def sdcpp_numerics(desc):
+    """sd.cpp's arithmetic on the same model: every Conv2d weight held in F16 and its input
+    rounded to F16 (ggml_conv_2d's im2col takes the kernel's type), F32 accumulation and
+    F32 bias; everything else (leaky ReLU, concat, nearest upsampling, residuals) in F32."""
+    for mod in desc.model.modules():
+        if isinstance(mod, torch.nn.Conv2d):
+            mod.weight.data = mod.weight.data.half().float()
+            mod.register_forward_pre_hook(lambda m, inp: (inp[0].half().float(),) + inp[1:])
     return desc
 
 
@@ -203,17 +217,20 @@ def main():
         sd = make_state(gen, nb, nf, 32, in_ch, n_up, old, dtype)
         save_file({k: v.contiguous() for k, v in sd.items()},
                   os.path.join(a.out, f"{name}.safetensors"))
-        desc = spandrel_model(sd)
-        scale = desc.scale
-        print(f"{name}: spandrel scale {scale}, tags {desc.tags}")
-        if name == "x4":
-            ref["x4.full"] = run(desc, in_a)
-            ref["x4.tiled16"] = tiled(desc, in_a, 16, scale)
-        elif name == "x2_old":
-            ref["x2_old.full"] = run(desc, in_a)
-        else:
-            ref["x2_unshuffle.full"] = run(desc, in_b)
-            ref["x2_unshuffle.tiled8"] = tiled(desc, in_b, 8, scale)
+        for suffix in ("", "_sdcpp"):
+            desc = spandrel_model(sd)
+            if suffix:
+                sdcpp_numerics(desc)
+            scale = desc.scale
+            print(f"{name}{suffix}: spandrel scale {scale}, tags {desc.tags}")
+            if name == "x4":
+                ref["x4.full" + suffix] = run(desc, in_a)
+                ref["x4.tiled16" + suffix] = tiled(desc, in_a, 16, scale)
+            elif name == "x2_old":
+                ref["x2_old.full" + suffix] = run(desc, in_a)
+            else:
+                ref["x2_unshuffle.full" + suffix] = run(desc, in_b)
+                ref["x2_unshuffle.tiled8" + suffix] = tiled(desc, in_b, 8, scale)
     for k, v in ref.items():
         print(f"  {k}: {v.shape} range [{v.min():.3f}, {v.max():.3f}]")
     save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ref.items()},

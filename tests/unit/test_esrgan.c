@@ -15,10 +15,15 @@
 
 #define DATA SDC_SOURCE_DIR "/tests/data/esrgan/"
 
-/* Measured on x86-64 AVX2 (F16 weights convert exactly; only summation order differs):
- * max-abs <= 3.1e-6, rel-L2 <= 6.2e-7 on outputs of magnitude ~2. A few times that: */
-#define TOL_ABS 1e-5
-#define TOL_REL 3e-6
+/* Measured on x86-64 AVX2. Exact arithmetic (F16 weights convert exactly; only summation
+ * order differs): max-abs <= 3.1e-6, rel-L2 <= 6.2e-7 on outputs of magnitude ~2. sd.cpp's
+ * arithmetic (F16-rounded conv inputs): a last-bit difference before a rounding flips an F16
+ * value now and then, max-abs <= 1.6e-3, rel-L2 <= 4.6e-5, while the two arithmetics are
+ * 6e-4..8e-4 apart in rel-L2. A few times the measured error: */
+#define TOL_ABS       1e-5
+#define TOL_REL       3e-6
+#define TOL_ABS_SDCPP 4e-3
+#define TOL_REL_SDCPP 1.5e-4
 
 static sdc_tensor *loader_find(void *user, const char *name) {
     return sdc_loader_find(user, name);
@@ -75,16 +80,74 @@ static float *planar(sdc_st_file *f, const char *name, int *w, int *h, float mul
     return p;
 }
 
-static void compare(const char *what, const float *got, const float *ref, size_t n) {
+static double compare(const char *what, const float *got, const float *ref, size_t n,
+                      double tol_abs, double tol_rel) {
     double *r = malloc(n * sizeof(double));
     for (size_t i = 0; i < n; i++) r[i] = ref[i];
     double ma = t_max_abs_diff(got, ref, (long)n), rl = t_rel_l2(got, r, (long)n);
     printf("%-34s max-abs %.3g  rel-L2 %.3g  (%zu values)\n", what, ma, rl, n);
-    CHECK(ma <= TOL_ABS && rl <= TOL_REL, "%s: max-abs %g rel-L2 %g", what, ma, rl);
+    if (tol_abs > 0)
+        CHECK(ma <= tol_abs && rl <= tol_rel, "%s: max-abs %g rel-L2 %g", what, ma, rl);
     free(r);
+    return rl;
 }
 
-/* One model on one reference input: untiled (and tiled when tile > 0). */
+/* Untiled and tiled runs in one numerics mode against the reference names + suffix. */
+static void check_mode(sdc_backend *be, sdc_st_file *ref, model *md, sdc_esrgan_numerics mode,
+                       const char *input, const char *full_name, const char *tiled_name, int tile) {
+    const char *suffix = mode == SDC_ESRGAN_SDCPP ? "_sdcpp" : "";
+    const char *other = mode == SDC_ESRGAN_SDCPP ? "" : "_sdcpp";
+    char fname[64], tname[64], oname[64];
+    snprintf(fname, sizeof fname, "%s%s", full_name, suffix);
+    snprintf(oname, sizeof oname, "%s%s", full_name, other);
+    sdc_esrgan_set_numerics(md->m, mode);
+    const bool sdcpp = mode == SDC_ESRGAN_SDCPP;
+    const double ta = sdcpp ? TOL_ABS_SDCPP : TOL_ABS, tr = sdcpp ? TOL_REL_SDCPP : TOL_REL;
+    const int s = sdc_esrgan_get_config(md->m)->scale;
+    int w, h, rw, rh;
+    float *x = planar(ref, input, &w, &h, 1.0f / 255.0f);
+    float *want = planar(ref, fname, &rw, &rh, 1.0f);
+    float *want_other = planar(ref, oname, &rw, &rh, 1.0f);
+    CHECK(x && want && want_other && rw == w * s && rh == h * s, "%s: reference shapes", fname);
+    if (!x || !want || !want_other) goto done;
+    size_t n = (size_t)rw * rh * 3;
+    float *out = malloc(n * sizeof(float));
+    sdc_status st = sdc_esrgan_upscale(md->m, be, x, w, h, 0, out);
+    CHECK(st == SDC_OK, "%s: run: %s", fname, sdc_last_error());
+    if (st == SDC_OK) compare(fname, out, want, n, ta, tr);
+    /* the other arithmetic's reference is far off: the comparison tells the two apart */
+    char what[96];
+    snprintf(what, sizeof what, "  (vs %s)", oname);
+    double gap = compare(what, out, want_other, n, 0, 0);
+    CHECK(gap > 3 * tr, "%s: as close to %s (rel-L2 %g)", fname, oname, gap);
+    /* a tile as large as the image is one pass: the same floats */
+    float *same = malloc(n * sizeof(float));
+    st = sdc_esrgan_upscale(md->m, be, x, w, h, w > h ? w : h, same);
+    CHECK(st == SDC_OK && !memcmp(same, out, n * sizeof(float)),
+          "%s: tile >= image size must be the untiled pass", fname);
+    free(same);
+    if (tiled_name) {
+        snprintf(tname, sizeof tname, "%s%s", tiled_name, suffix);
+        float *wt = planar(ref, tname, &rw, &rh, 1.0f);
+        CHECK(wt != NULL, "%s missing", tname);
+        if (wt) {
+            st = sdc_esrgan_upscale(md->m, be, x, w, h, tile, out);
+            CHECK(st == SDC_OK, "%s: tiled run: %s", tname, sdc_last_error());
+            if (st == SDC_OK) compare(tname, out, wt, n, ta, tr);
+            double seam = t_max_abs_diff(wt, want, (long)n);
+            printf("%-34s differs from untiled by up to %.3g (tile seams)\n", tname, seam);
+            CHECK(seam > 1e-2, "%s: tiling should change the result", tname);
+            free(wt);
+        }
+    }
+    free(out);
+done:
+    free(x);
+    free(want);
+    free(want_other);
+}
+
+/* One model on one reference input, in both arithmetics, untiled and tiled (tile > 0). */
 static void check_model(sdc_backend *be, sdc_st_file *ref, const char *file, const char *input,
                         const char *full_name, const char *tiled_name, int tile, int want_scale,
                         int want_blocks, int want_unshuffle) {
@@ -100,45 +163,16 @@ static void check_model(sdc_backend *be, sdc_st_file *ref, const char *file, con
     CHECK(c->scale == want_scale && c->num_block == want_blocks && c->num_feat == 8 &&
               c->num_grow == 32 && c->unshuffle == want_unshuffle,
           "%s: detected config", file);
-    int w, h, rw, rh;
-    float *x = planar(ref, input, &w, &h, 1.0f / 255.0f);
-    float *want = planar(ref, full_name, &rw, &rh, 1.0f);
-    CHECK(x && want && rw == w * c->scale && rh == h * c->scale, "%s: reference shapes", file);
-    if (!x || !want) goto done;
-    size_t n = (size_t)rw * rh * 3;
-    float *out = malloc(n * sizeof(float));
-    sdc_status st = sdc_esrgan_upscale(md.m, be, x, w, h, 0, out);
-    CHECK(st == SDC_OK, "%s: run: %s", file, sdc_last_error());
-    if (st == SDC_OK) compare(full_name, out, want, n);
-    /* a tile as large as the image is one pass: the same floats */
-    float *same = malloc(n * sizeof(float));
-    st = sdc_esrgan_upscale(md.m, be, x, w, h, w > h ? w : h, same);
-    CHECK(st == SDC_OK && !memcmp(same, out, n * sizeof(float)),
-          "%s: tile >= image size must be the untiled pass", file);
-    free(same);
-    if (tiled_name) {
-        float *wt = planar(ref, tiled_name, &rw, &rh, 1.0f);
-        CHECK(wt != NULL, "%s missing", tiled_name);
-        if (wt) {
-            st = sdc_esrgan_upscale(md.m, be, x, w, h, tile, out);
-            CHECK(st == SDC_OK, "%s: tiled run: %s", file, sdc_last_error());
-            if (st == SDC_OK) compare(tiled_name, out, wt, n);
-            double seam = t_max_abs_diff(wt, want, (long)n);
-            printf("%-34s differs from untiled by up to %.3g (tile seams)\n", tiled_name, seam);
-            CHECK(seam > 1e-2, "%s: tiling should change the result", tiled_name);
-            free(wt);
-        }
-    }
+    check_mode(be, ref, &md, SDC_ESRGAN_EXACT, input, full_name, tiled_name, tile);
+    check_mode(be, ref, &md, SDC_ESRGAN_SDCPP, input, full_name, tiled_name, tile);
     if (want_unshuffle > 1) { /* a 1-pixel side cannot be reflect-padded to even */
-        st = sdc_esrgan_run(md.m, be, x, 1, 3, out);
-        printf("1x3 image: %s\n", sdc_last_error());
+        float x[3] = {0};
+        float out[3 * 4];
+        sdc_status st = sdc_esrgan_run(md.m, be, x, 1, 1, out);
+        printf("1x1 image: %s\n", sdc_last_error());
         CHECK(st == SDC_ERR_INVALID_ARG && strstr(sdc_last_error(), "too small"),
-              "%s: a 1x3 image is refused", file);
+              "%s: a 1x1 image is refused", file);
     }
-    free(out);
-done:
-    free(x);
-    free(want);
     model_close(&md);
 }
 
@@ -168,6 +202,7 @@ static void check_bsrgan_names(sdc_backend *be, sdc_st_file *ref) {
               sdc_loader_add_file(l, DATA "x4.safetensors", NULL) == SDC_OK;
     ws.user = l;
     ok = ok && sdc_esrgan_load(&ws, "", &m) == SDC_OK;
+    if (ok) sdc_esrgan_set_numerics(m, SDC_ESRGAN_EXACT);
     CHECK(ok && sdc_esrgan_get_config(m)->scale == 4 && sdc_esrgan_get_config(m)->num_block == 2,
           "BSRGAN layout: %s", sdc_last_error());
     int w, h, rw, rh;
@@ -177,7 +212,7 @@ static void check_bsrgan_names(sdc_backend *be, sdc_st_file *ref) {
         size_t n = (size_t)rw * rh * 3;
         float *out = malloc(n * sizeof(float));
         CHECK(sdc_esrgan_run(m, be, x, w, h, out) == SDC_OK, "BSRGAN run: %s", sdc_last_error());
-        compare("x4.full via BSRGAN names", out, want, n);
+        compare("x4.full via BSRGAN names", out, want, n, TOL_ABS, TOL_REL);
         free(out);
     }
     free(x);
@@ -195,7 +230,7 @@ static void check_public(sdc_st_file *ref) {
     if (st != SDC_OK) return;
     int w, h, rw, rh;
     float *in = planar(ref, "in_a", &w, &h, 1.0f);
-    float *want = planar(ref, "x4.tiled16", &rw, &rh, 1.0f);
+    float *want = planar(ref, "x4.tiled16_sdcpp", &rw, &rh, 1.0f); /* the default numerics */
     sdc_image img = {(uint32_t)w, (uint32_t)h, 3, malloc((size_t)w * h * 3), 42};
     size_t px = (size_t)w * h;
     for (size_t i = 0; i < px; i++)
@@ -206,22 +241,21 @@ static void check_public(sdc_st_file *ref) {
               out.seed == 42,
           "sdc_upscale_image: %s, %ux%u", sdc_last_error(), out.width, out.height);
     if (st == SDC_OK) {
-        /* reference pixels: clamp to [0, 1], v*255 + 0.5 truncated (sd.cpp); a value within
-         * the float tolerance of a rounding edge may land on either side */
+        /* reference pixels: clamp to [0, 1], v*255 + 0.5 truncated (sd.cpp). In sd.cpp's
+         * arithmetic the floats are within TOL_ABS_SDCPP (~1 level): a byte may be one off
+         * (measured: 16 of 48000), never more */
         size_t on = (size_t)rw * rh, off1 = 0, bad = 0;
         for (size_t i = 0; i < on; i++)
             for (int c = 0; c < 3; c++) {
                 float v = want[c * on + i];
                 int r = v <= 0 ? 0 : v >= 1 ? 255 : (int)(v * 255.0f + 0.5f);
                 int d = abs((int)out.data[i * 3 + c] - r);
-                float frac = v * 255.0f + 0.5f - floorf(v * 255.0f + 0.5f);
-                bool edge = frac < 0.01f || frac > 0.99f;
                 off1 += d == 1;
-                bad += d > 1 || (d == 1 && !edge);
+                bad += d > 1;
             }
-        printf("public API x4, tile 16: %ux%u -> %ux%u; %zu of %zu bytes differ by 1 (at "
-               "rounding edges), %zu otherwise\n",
+        printf("public API x4, tile 16: %ux%u -> %ux%u; %zu of %zu bytes one off, %zu more\n",
                img.width, img.height, out.width, out.height, off1, on * 3, bad);
+        CHECK(off1 * 500 <= on * 3, "public API: %zu bytes one off (more than 0.2%%)", off1);
         CHECK(bad == 0, "public API: %zu bytes off", bad);
     }
     sdc_image_free(&out);
