@@ -118,7 +118,7 @@ typedef struct sdc_context_params {
     const char *vae_path;           /* --vae */
     const char *taesd_path;         /* --taesd */
     const char *control_net_path;   /* --control-net */
-    const char *upscale_model_path; /* --upscale-model (ESRGAN) */
+    const char *upscale_model_path; /* --upscale-model: not used by the context (sdc_upscaler_*) */
     const char *lora_model_dir;     /* --lora-model-dir: <lora:name:w> in prompts */
     const char *embeddings_dir;     /* --embd-dir */
     /* placement (sd.cpp's --backend / --params-backend syntax: "all=cpu", "te=cpu0,
@@ -275,6 +275,28 @@ typedef struct sdc_convert_params {
 
 SDC_API void sdc_convert_params_init(sdc_convert_params *p);
 SDC_API sdc_status sdc_convert(const sdc_convert_params *p);
+
+/* ---- upscaling (ESRGAN: --upscale-model, -M upscale) ----
+ * sd.cpp's upscaler: RRDBNet models (RealESRGAN_x4plus, RealESRGAN_x4plus_anime_6B, x2 and
+ * x1 models; the Real-ESRGAN, old ESRGAN and BSRGAN key layouts; Real-ESRGAN x2plus's
+ * pixel-unshuffle input too), configuration detected from the weights, run on the CPU in
+ * sd.cpp's arithmetic (conv weights and conv inputs rounded to F16, as its F16 im2col does),
+ * with its u8 <-> float conversions (v/255; clamp, v*255 + 0.5 truncated). */
+typedef struct sdc_upscaler sdc_upscaler;
+/* Loads the model in `path` (safetensors, GGUF, or whatever else the loader reads; tensors
+ * may sit under a wrapper prefix such as "params_ema."). n_threads <= 0: all physical
+ * cores. tile_size (--upscale-tile-size, sd.cpp's default 128): images larger than that
+ * are upscaled in overlapping tiles of tile_size x tile_size input pixels, blended as sd.cpp
+ * blends them; <= 0: the whole image at once. */
+SDC_API sdc_status sdc_upscaler_create(const char *path, int n_threads, int tile_size,
+                                       sdc_upscaler **out);
+SDC_API void sdc_upscaler_free(sdc_upscaler *u);
+/* The model's factor: 4 (x4plus, anime 6B), 2, or 1; 0 for NULL. */
+SDC_API int sdc_upscaler_scale(const sdc_upscaler *u);
+/* One pass: *out = the RGB image `in` upscaled by the model's factor (seed copied); the
+ * caller frees out->data (sdc_image_free). --upscale-repeats N is N calls, each on the
+ * previous result. */
+SDC_API sdc_status sdc_upscale_image(sdc_upscaler *u, const sdc_image *in, sdc_image *out);
 
 /* Peak resident set size of this process in bytes (0 if unknown). */
 SDC_API size_t sdc_peak_rss_bytes(void);

@@ -93,9 +93,6 @@ static sdc_status check_unused_components(const sdc_context_params *p, const sdc
             return sdc_fail(SDC_ERR_UNSUPPORTED, "%s: %s does not use this component (%s)",
                             parts[i].flag, d->name, parts[i].path);
     }
-    if (p->upscale_model_path)
-        return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "--upscale-model: ESRGAN upscaling is not implemented yet");
     return SDC_OK;
 }
 

@@ -40,6 +40,7 @@ subst() {
     local v=$1
     v=${v//@DIT/$DIT}
     v=${v//@T5/$T5}
+    v=${v//@ESRGAN/$(dirname "$0")/../data/esrgan/x4.safetensors}
     v=${v//@MODEL/$TMP/full.gguf}
     v=${v//@PNG/$TMP/in.png}
     v=${v//@DIR/$TMP/dir}

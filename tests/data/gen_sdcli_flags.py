@@ -43,7 +43,7 @@ STATUS = r"""
 --metadata-raw | warning | cli | none | - | - | - | cli | - | - | -M metadata prints only the parameters text so far; ignored
 --metadata-brief | warning | cli | none | - | - | - | cli | - | - | -M metadata prints only the parameters text so far; ignored
 --metadata-all | warning | cli | none | - | - | - | cli | - | - | -M metadata prints only the parameters text so far; ignored
---mode | works | cli | name | img_gen | - | MODE | cli | - | MODE | img_gen, convert or metadata (upscale, vid_gen and adetailer: not supported yet)
+--mode | works | cli | name | img_gen | - | MODE | cli | - | MODE | img_gen, convert, upscale (-i through --upscale-model) or metadata (vid_gen and adetailer: not supported yet)
 --preview | note | cli | name | proj | preview_method | CHOICE:none,proj,tae,vae | cli | none | METHOD | write a preview while sampling: none, proj, tae or vae (the library picks the cheapest decode the model allows)
 --help | works | cli | none | - | - | HELP | both | - | - | show this help and exit
 --imat-in | works | cli | path | @IMAT | - | IMAT_IN | cli | - | PATH | load an importance matrix (repeatable; merged)
@@ -75,7 +75,7 @@ STATUS = r"""
 --model-args | error | cli | list | chroma_use_dit_mask=false | - | JOIN | both | - | LIST | model arguments (Chroma, Qwen-Image) are not supported yet
 --photo-maker | error | cli | path | @T5 | - | - | both | - | PATH | PhotoMaker is not supported yet
 --pulid-weights | error | cli | path | @T5 | - | - | both | - | PATH | PuLID is not supported yet
---upscale-model | lib | library | path | @T5 | ctx.upscale_model_path | - | both | - | PATH | ESRGAN upscaler run on the result
+--upscale-model | works | cli | path | @ESRGAN | ctx.upscale_model_path | - | cli | - | PATH | ESRGAN upscaler (RealESRGAN_x4plus, anime 6B, x2/x1 models) run on each generated image before it is saved, or on -i with -M upscale
 --backend | lib | library | list | cpu | ctx.backend | JOIN | both | - | SPEC | device per module, e.g. cpu or te=cpu0,diffusion=cpu1 (repeats are joined with ',')
 --params-backend | lib | library | list | diffusion=cpu | ctx.params_backend | JOIN | both | - | SPEC | where each module's weights live between phases: MODULE=cpu or disk (joined with ',')
 --split-mode | lib | library | list | layer | ctx.split_mode | JOIN | both | - | MODE | layer or row split of a module spread over several devices (a&b), or per module: diffusion=row,te=layer
@@ -130,8 +130,8 @@ STATUS = r"""
 --video-frames | warning | cli | int | 8 | - | - | both | 1 | N | video generation (-M vid_gen) is not supported yet; ignored
 --fps | warning | cli | int | 24 | - | - | both | - | N | video generation (-M vid_gen) is not supported yet; ignored
 --timestep-shift | error | cli | int | 250 | - | - | both | 0 | N | timestep shifts (NitroFusion) are not supported yet
---upscale-repeats | warning | cli | int | 2 | - | - | both | 1 | N | applies to --upscale-model; without an upscaler it does nothing
---upscale-tile-size | warning | cli | int | 256 | - | - | both | 128 | N | applies to --upscale-model; without an upscaler it does nothing
+--upscale-repeats | works | cli | int | 2 | upscale_repeats | - | cli | 1 | N | times the ESRGAN upscaler runs on each image (default: 1; 0: not at all)
+--upscale-tile-size | works | cli | int | 256 | upscale_tile_size | - | cli | 128 | N | tile size of ESRGAN upscaling in input pixels; <= 0: the whole image at once (default: 128)
 --hires-width | warning | cli | int | 1024 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
 --hires-height | warning | cli | int | 1024 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
 --hires-steps | warning | cli | int | 10 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored

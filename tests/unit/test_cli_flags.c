@@ -306,10 +306,24 @@ static void test_details(void) {
               strstr(a.error, "LoRA is not supported yet"),
           "<lora:...> in the prompt: %s", a.error);
     sdc_cli_args_free(&a);
-    const char *modes[] = {"-M", "upscale"};
+    const char *modes[] = {"-M", "vid_gen"};
     CHECK(parse_v(&a, SDC_CLI_PROGRAM_SDC, 2, modes) == SDC_CLI_PARSE_ERROR &&
               strstr(a.error, "not supported yet"),
-          "-M upscale: %s", a.error);
+          "-M vid_gen: %s", a.error);
+    sdc_cli_args_free(&a);
+    char *up[] = {"sdc", "-M", "upscale", "--upscale-model", "x4.pth", "-i", "in.png"};
+    CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 7, up) == SDC_CLI_PARSE_RUN &&
+              a.mode == SDC_CLI_MODE_UPSCALE && a.upscale_repeats == 1 &&
+              a.upscale_tile_size == 128,
+          "-M upscale needs no diffusion model: %s", a.error);
+    sdc_cli_args_free(&a);
+    CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 5, up) == SDC_CLI_PARSE_ERROR &&
+              strstr(a.error, "-i/--init-img"),
+          "-M upscale without -i: %s", a.error);
+    sdc_cli_args_free(&a);
+    CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 3, up) == SDC_CLI_PARSE_ERROR &&
+              strstr(a.error, "--upscale-model"),
+          "-M upscale without --upscale-model: %s", a.error);
     sdc_cli_args_free(&a);
     char *meta[] = {"sdc", "-M", "metadata", "--image", "x.png"};
     CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 5, meta) == SDC_CLI_PARSE_RUN &&

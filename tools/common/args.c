@@ -239,11 +239,16 @@ static bool apply_mode(sdc_cli_args *a, const char *opt, const char *v) {
         a->mode = SDC_CLI_MODE_CONVERT;
     } else if (!strcmp(v, "metadata")) {
         a->mode = SDC_CLI_MODE_METADATA;
-    } else if (!strcmp(v, "upscale") || !strcmp(v, "vid_gen") || !strcmp(v, "adetailer")) {
-        return fail(a, "%s %s: this mode is not supported yet (img_gen, convert and metadata are)",
+    } else if (!strcmp(v, "upscale")) {
+        a->mode = SDC_CLI_MODE_UPSCALE;
+    } else if (!strcmp(v, "vid_gen") || !strcmp(v, "adetailer")) {
+        return fail(a,
+                    "%s %s: this mode is not supported yet (img_gen, convert, upscale and "
+                    "metadata are)",
                     opt, v);
     } else {
-        return fail(a, "%s: unknown mode '%s' (expected img_gen, convert or metadata)", opt, v);
+        return fail(a, "%s: unknown mode '%s' (expected img_gen, convert, upscale or metadata)",
+                    opt, v);
     }
     return true;
 }
@@ -435,6 +440,11 @@ static bool validate(sdc_cli_args *a) {
             return fail(a, "convert mode needs an input model (-m, --diffusion-model, --t5xxl, "
                            "--clip_l, --clip_g or --vae)");
         if (!a->output_path) a->output_path = "output.gguf";
+    } else if (a->mode == SDC_CLI_MODE_UPSCALE) { /* as sd-cli: no diffusion model needed */
+        if (!c->upscale_model_path)
+            return fail(a, "upscale mode needs an upscaler model (--upscale-model)");
+        if (!a->init_img_path) return fail(a, "upscale mode needs an input image (-i/--init-img)");
+        if (!a->output_path) a->output_path = "output.png";
     } else {
         if (!c->model_path && !c->diffusion_model_path)
             return fail(a, "no model given: use -m/--model or --diffusion-model (see --help)");
@@ -505,6 +515,8 @@ void sdc_cli_args_init(sdc_cli_args *a, sdc_cli_program program) {
     a->metadata_format = "text";
     a->preview_method = "none";
     a->preview_path = "preview.png";
+    a->upscale_repeats = 1;
+    a->upscale_tile_size = 128;
 }
 
 void sdc_cli_args_free(sdc_cli_args *a) {

@@ -20,6 +20,7 @@ typedef enum sdc_cli_mode {
     SDC_CLI_MODE_IMG_GEN = 0,
     SDC_CLI_MODE_CONVERT = 1,
     SDC_CLI_MODE_METADATA = 2,
+    SDC_CLI_MODE_UPSCALE = 3, /* -M upscale: -i through --upscale-model */
 } sdc_cli_mode;
 
 typedef enum sdc_cli_program {
@@ -51,7 +52,9 @@ typedef struct sdc_cli_args {
     const char *imat_out;        /* --imat-out */
     const char **imat_in;        /* --imat-in, repeatable (array owned) */
     int n_imat_in;
-    int cpu_devices; /* --cpu-devices, 0: not given */
+    int cpu_devices;       /* --cpu-devices, 0: not given */
+    int upscale_repeats;   /* --upscale-repeats (default 1) */
+    int upscale_tile_size; /* --upscale-tile-size (default 128) */
     bool convert_name, verbose, color, no_metadata, list_devices, help, version;
 
     /* per table entry: how often given, and the value (joined where sd-cli joins) */

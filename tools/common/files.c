@@ -53,6 +53,7 @@ bool sdc_cli_check_inputs(const sdc_cli_args *a, char *err, size_t err_size) {
         {"--clip_l", c->clip_l_path},
         {"--clip_g", c->clip_g_path},
         {"--vae", c->vae_path},
+        {"--upscale-model", c->upscale_model_path},
         {"--t5-tokenizer", c->t5_tokenizer_path},
         {"--init-img", a->init_img_path},
         {"--mask", a->mask_path},
