@@ -146,6 +146,7 @@ typedef struct sdc_context_params {
     const char *vae_tile_size;       /* --vae-tile-size "X" or "XxY" latent cells, NULL = 32 */
     const char *vae_relative_tile_size; /* --vae-relative-tile-size "0.5x0.5", NULL = none */
     float vae_tile_overlap;             /* --vae-tile-overlap, NAN = 0.5 */
+    const char *lora_apply_mode; /* --lora-apply-mode auto|immediately|at_runtime, NULL = auto */
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);

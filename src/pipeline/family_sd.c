@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "io/model_loader.h"
 #include "models/clip_text.h"
+#include "models/lora.h"
 #include "models/taesd.h"
 #include "models/unet.h"
 #include "models/vae_kl.h"
@@ -50,6 +51,10 @@ typedef struct sd_family {
     int n_alphas;
     const char *embd_dir;
     int n_threads;
+    /* LoRA (<lora:name:w> in prompts, from --lora-model-dir); NULL dir: tags stay text */
+    sdc_lora_state *lora;
+    const char *lora_dir;
+    sdc_lora_mode lora_mode;
     /* VAE tiling as sd-cli's flags ask */
     bool tiling_on;
     const char *tile_size, *tile_relative;
@@ -77,6 +82,7 @@ static void family_free(void *state) {
     free(f->alphas);
     free(f->batch_ctx);
     free(f->batch_y);
+    sdc_lora_state_free(f->lora); /* after the models: their weight copies point into it */
     free(f);
 }
 
@@ -173,14 +179,21 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
     char *clean = NULL;
     sdc_prompt_lora *loras = NULL;
     int n_loras = 0;
-    sdc_status s = sdc_prompt_extract_loras(a->prompt, &clean, &loras, &n_loras);
+    sdc_status s = SDC_OK;
+    if (f->lora_dir) /* as sd.cpp: tags are LoRAs only with a LoRA folder */
+        s = sdc_prompt_extract_loras(a->prompt, &clean, &loras, &n_loras);
+    else if (!(clean = strdup(a->prompt)))
+        s = sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
     if (s != SDC_OK) return s;
-    if (n_loras > 0) {
-        s = sdc_fail(SDC_ERR_UNSUPPORTED,
-                     "prompt: <lora:%s:%g>: LoRA is not supported yet (remove the tag to run "
-                     "without it)",
-                     loras[0].name, (double)loras[0].weight);
-        sdc_prompt_loras_free(loras, n_loras);
+    if (f->lora_dir && !a->uncond) { /* the prompt's LoRAs, for the text encoder and UNet */
+        sdc_lora_request *req = n_loras ? calloc((size_t)n_loras, sizeof *req) : NULL;
+        for (int i = 0; req && i < n_loras; i++) req[i] = (sdc_lora_request){loras[i].name, loras[i].weight};
+        s = n_loras && !req ? sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory")
+                            : sdc_lora_set_active(f->lora, f->lora_dir, req, n_loras, f->lora_mode);
+        free(req);
+    }
+    sdc_prompt_loras_free(loras, n_loras);
+    if (s != SDC_OK) {
         free(clean);
         return s;
     }
@@ -559,7 +572,17 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
     f->scale = fam == SDC_FAMILY_SDXL ? 0.13025f : 0.18215f;
     f->embd_dir = a->params->embeddings_dir;
     f->n_threads = a->params->n_threads > 0 ? a->params->n_threads : 1;
-    sdc_status s = sdc_unet_load(&f->ws, P_UNET, &f->unet);
+    /* the LoRA state links every weight: it must exist before any model copies one */
+    sdc_status s = sdc_lora_state_create(a->weights, &f->lora);
+    const sdc_context_params *p = a->params;
+    if (s == SDC_OK && p->lora_model_dir && *p->lora_model_dir) {
+        f->lora_dir = p->lora_model_dir;
+        s = sdc_lora_mode_from_name(p->lora_apply_mode && *p->lora_apply_mode ? p->lora_apply_mode
+                                                                               : "auto",
+                                    &f->lora_mode);
+        sdc_lora_set_threads(f->lora, f->n_threads);
+    }
+    if (s == SDC_OK) s = sdc_unet_load(&f->ws, P_UNET, &f->unet);
     if (s == SDC_OK) s = load_text(f, a);
     if (s == SDC_OK) s = load_first_stage(f, a);
     if (s == SDC_OK) s = load_alphas(f);

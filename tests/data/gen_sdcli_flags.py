@@ -99,7 +99,7 @@ STATUS = r"""
 --rng | works | cli | name | cpu | gen.rng | CHOICE:std_default,cuda,cpu | both | - | RNG | noise generator: std_default, cuda or cpu (default: cuda)
 --sampler-rng | works | cli | name | cpu | gen.sampler_rng | CHOICE:std_default,cuda,cpu | both | - | RNG | sampler noise generator (default: as --rng)
 --prediction | lib | library | name | eps | ctx.prediction | CHOICE:eps,v,edm_v,sd3_flow,flux_flow,sefi_flow | both | - | TYPE | prediction type override: eps, v, edm_v, sd3_flow, flux_flow or sefi_flow
---lora-apply-mode | warning | cli | name | auto | - | CHOICE:auto,immediately,at_runtime | both | - | MODE | LoRA is not supported yet; ignored
+--lora-apply-mode | lib | library | name | auto | ctx.lora_apply_mode | CHOICE:auto,immediately,at_runtime | both | - | MODE | how LoRAs apply: merged into the weights (immediately), as extra low-rank products (at_runtime), or auto (at_runtime when the weights are quantised)
 --list-devices | works | cli | none | - | list_devices | - | both | - | - | list devices (name<TAB>description) and exit
 --prompt | works | cli | string | a cat | gen.prompt | - | both | - | TEXT | the prompt (default: "")
 --negative-prompt | works | cli | string | blurry | gen.negative_prompt | - | both | - | TEXT | the negative prompt (default: "")
@@ -401,7 +401,7 @@ LIB_EXPECT = {
     "--clip_l": "error", "--clip_g": "error", "--clip_vision": "error", "--llm": "error",
     "--llm_vision": "error", "--qwen2vl": "error", "--qwen2vl_vision": "error",
     "--vae": "error", "--taesd": "error", "--tae": "error", "--control-net": "error",
-    "--upscale-model": "error", "--embd-dir": "warning", "--lora-model-dir": "warning",
+    "--upscale-model": "error", "--embd-dir": "warning", "--lora-model-dir": "warning", "--lora-apply-mode": "warning",
     "--backend": "ok", "--params-backend": "ok", "--max-vram": "ok", "--auto-fit": "ok",
     "--split-mode": "ok",
     "--offload-to-cpu": "warning", "--clip-on-cpu": "ok", "--vae-on-cpu": "warning",

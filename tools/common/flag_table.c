@@ -172,8 +172,10 @@ const sdc_cli_opt sdc_cli_opts[] = {
     {NULL, "--prediction", K_STR, O_CHOICE, T(ctx.prediction), ST_LIB, P_CLI | P_SRV, G_CONTEXT,
      "eps,v,edm_v,sd3_flow,flux_flow,sefi_flow", NULL, "TYPE",
      "prediction type override: eps, v, edm_v, sd3_flow, flux_flow or sefi_flow"},
-    {NULL, "--lora-apply-mode", K_STR, O_CHOICE, NONE, ST_WARN, P_CLI | P_SRV, G_CONTEXT,
-     "auto,immediately,at_runtime", NULL, "MODE", "LoRA is not supported yet; ignored"},
+    {NULL, "--lora-apply-mode", K_STR, O_CHOICE, T(ctx.lora_apply_mode), ST_LIB, P_CLI | P_SRV,
+     G_CONTEXT, "auto,immediately,at_runtime", NULL, "MODE",
+     "how LoRAs apply: merged into the weights (immediately), as extra low-rank products "
+     "(at_runtime), or auto (at_runtime when the weights are quantised)"},
     {NULL, "--list-devices", K_BOOL, O_NONE, T(list_devices), ST_WORKS, P_CLI | P_SRV, G_CONTEXT,
      NULL, NULL, NULL, "list devices (name<TAB>description) and exit"},
     {"-p", "--prompt", K_STR, O_NONE, T(gen.prompt), ST_WORKS, P_CLI | P_SRV, G_GENERATION, NULL,
