@@ -68,12 +68,19 @@ class Tiny(torch.nn.Module):
         self.register_buffer("buf", torch.arange(4, dtype=torch.float16))
 
 
-def write_zip(path, pkl, storages, compress=zipfile.ZIP_STORED):
-    with zipfile.ZipFile(path, "w", compression=compress) as z:
-        z.writestr("archive/data.pkl", pkl)
+def zinfo(name, compress=zipfile.ZIP_STORED):
+    """A zip entry with a fixed date, so that re-running gives the same bytes."""
+    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+    info.compress_type = compress
+    return info
+
+
+def write_zip(path, pkl, storages):
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(zinfo("archive/data.pkl"), pkl)
         for k, v in storages.items():
-            z.writestr("archive/data/" + k, v)
-        z.writestr("archive/version", "3\n")
+            z.writestr(zinfo("archive/data/" + k), v)
+        z.writestr(zinfo("archive/version"), "3\n")
 
 
 # ---- handwritten pickles ----------------------------------------------------------------
@@ -153,7 +160,7 @@ def ckpt_cases():
     with zipfile.ZipFile(os.path.join(OUT, "basic.ckpt")) as zin, \
          zipfile.ZipFile(os.path.join(OUT, "deflate.ckpt"), "w", zipfile.ZIP_DEFLATED) as zout:
         for info in zin.infolist():
-            zout.writestr(info.filename, zin.read(info.filename))
+            zout.writestr(zinfo(info.filename, zipfile.ZIP_DEFLATED), zin.read(info.filename))
 
     # a Lightning-style dict: the module's state_dict (with _metadata -> BUILD) under
     # "state_dict", plus plain values and another nested dict of tensors
@@ -175,7 +182,7 @@ def ckpt_cases():
 
 # ---- diffusers folder ---------------------------------------------------------------------
 def sd1_ldm_keys():
-    """(name, ndim) of every UNet and VAE tensor of the SD 1.5 single-file layout, from
+    """(name, ndim) of every tensor of the SD 1.5 single-file layout, from
     the golden checkpoint generator (../shared/golden/tools/make_sd1_random.py --list)."""
     import subprocess
     tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
@@ -185,8 +192,7 @@ def sd1_ldm_keys():
     keys = []
     for line in out.splitlines():
         name, _, shape = line.split("\t")[:3]
-        if name.startswith(("model.diffusion_model.", "first_stage_model.")):
-            keys.append((name, len(eval(shape))))
+        keys.append((name, len(eval(shape))))
     return keys
 
 
@@ -231,7 +237,9 @@ def diffusers_case():
             for p in mdl.parameters():
                 p.copy_(torch.randn_like(p))
         mdl.half()  # F16 as most published folders; halves the committed size
-    keys = sd1_ldm_keys()
+    keys_all = sd1_ldm_keys()
+    keys = [k for k in keys_all if k[0].startswith(("model.diffusion_model.",
+                                                   "first_stage_model."))]
     ldm = {}
     for mdl, prefix, conv, cfg in ((unet, "model.diffusion_model.", convert_ldm_unet_checkpoint,
                                     unet.config), (vae, "first_stage_model.",
@@ -243,8 +251,17 @@ def diffusers_case():
                              f"{sorted(set(m) ^ set(sd))[:6]}")
         for dk, lk in m.items():
             ldm[lk] = sd[dk].clone()  # the diffusers shape (VAE attention stays Linear)
+    # transformers 5 names CLIPTextModel's tensors without "text_model." (older versions,
+    # and the SD single-file layout, have it): the LDM name adds it
+    sd1_te = {k for k, _ in keys_all if k.startswith("cond_stage_model.transformer.")}
+    te_sd = {}
     for k, v in te.state_dict().items():
-        ldm["cond_stage_model.transformer." + k] = v.clone()
+        hf = k if k.startswith("text_model.") else "text_model." + k
+        lk = "cond_stage_model.transformer." + hf
+        if lk not in sd1_te:  # layer indices of the tiny model exist in the 12-layer list
+            raise SystemExit(f"text encoder: {lk} is not an SD 1.x name")
+        ldm[lk] = v.clone()
+        te_sd[hf] = v.clone()
 
     os.makedirs(folder, exist_ok=True)
     # the UNet as the fp16 variant file, the text encoder as a torch.save .bin (a zip
@@ -252,7 +269,8 @@ def diffusers_case():
     unet.save_pretrained(os.path.join(folder, "unet"), variant="fp16")
     vae.save_pretrained(os.path.join(folder, "vae"))
     te.config.save_pretrained(os.path.join(folder, "text_encoder"))
-    torch.save(te.state_dict(), os.path.join(folder, "text_encoder", "pytorch_model.bin"))
+    # the .bin in the older transformers layout (text_model.* names)
+    torch.save(te_sd, os.path.join(folder, "text_encoder", "pytorch_model.bin"))
     os.makedirs(os.path.join(folder, "tokenizer"), exist_ok=True)
     with open(os.path.join(folder, "tokenizer", "vocab.json"), "w") as f:
         f.write('{"a</w>": 0}\n')
