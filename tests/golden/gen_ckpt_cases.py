@@ -128,6 +128,37 @@ def evil_cases():
         write_zip(os.path.join(OUT, name + ".ckpt"), pkl, {"0": floats})
 
 
+def write_zip64(path, entries):
+    """A stored zip in which every size and offset is given in Zip64 form (the 32-bit
+    fields 0xffffffff, the values in the Zip64 extra field; the directory found through
+    the Zip64 end record and locator), as archives over 4 GB have them; torch's data
+    alignment is kept (64 bytes, padded with an extra field)."""
+    import zlib
+    out = bytearray()
+    central = bytearray()
+    for name, data in entries:
+        nb = name.encode()
+        off = len(out)
+        pad = (-(off + 30 + len(nb) + 4)) % 64
+        extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad
+        crc = zlib.crc32(data)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 45, 0, 0, 0, 0x21, crc, len(data),
+                           len(data), len(nb), len(extra)) + nb + extra + data
+        z64 = struct.pack("<HHQQQ", 1, 24, len(data), len(data), off)
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 45, 0, 0, 0, 0x21, crc,
+                               0xFFFFFFFF, 0xFFFFFFFF, len(nb), len(z64), 0, 0, 0, 0,
+                               0xFFFFFFFF) + nb + z64
+    cd_off = len(out)
+    out += central
+    z64_off = len(out)
+    n = len(entries)
+    out += struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, len(central), cd_off)
+    out += struct.pack("<IIQI", 0x07064B50, 0, z64_off, 1)
+    out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    with open(path, "wb") as f:
+        f.write(out)
+
+
 def lightning_case():
     """A real torch.save of a Lightning-style checkpoint whose callbacks hold an object of
     class pytorch_lightning.callbacks.model_checkpoint.ModelCheckpoint."""
@@ -161,6 +192,11 @@ def ckpt_cases():
          zipfile.ZipFile(os.path.join(OUT, "deflate.ckpt"), "w", zipfile.ZIP_DEFLATED) as zout:
         for info in zin.infolist():
             zout.writestr(zinfo(info.filename, zipfile.ZIP_DEFLATED), zin.read(info.filename))
+
+    # the same archive with Zip64 sizes, offsets and end records
+    with zipfile.ZipFile(os.path.join(OUT, "basic.ckpt")) as zin:
+        write_zip64(os.path.join(OUT, "zip64.ckpt"),
+                    [(i.filename, zin.read(i.filename)) for i in zin.infolist()])
 
     # a Lightning-style dict: the module's state_dict (with _metadata -> BUILD) under
     # "state_dict", plus plain values and another nested dict of tensors

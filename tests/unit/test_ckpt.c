@@ -176,6 +176,7 @@ int main(void) {
     check_same(DATA("basic.ckpt"), DATA("basic.safetensors"));
     check_same(DATA("proto4.ckpt"), DATA("basic.safetensors"));
     check_same(DATA("deflate.ckpt"), DATA("basic.safetensors"));
+    check_same(DATA("zip64.ckpt"), DATA("basic.safetensors"));
     check_same(DATA("nested.ckpt"), DATA("nested.safetensors"));
     check_memory();
     check_nested_ints();
