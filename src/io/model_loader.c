@@ -74,7 +74,6 @@ typedef struct src_tensor {
 sdc_file_format sdc_detect_format(const void *head, size_t size) {
     const uint8_t *p = head;
     if (size >= 4 && memcmp(p, "GGUF", 4) == 0) return SDC_FORMAT_GGUF;
-    if (sdc_ckpt_detect(head, size)) return SDC_FORMAT_CKPT;
     if (size >= 9) {
         uint64_t n = 0;
         for (int i = 7; i >= 0; i--) n = n << 8 | p[i];
@@ -83,6 +82,8 @@ sdc_file_format sdc_detect_format(const void *head, size_t size) {
             (c == '{' || c == ' ' || c == '\n' || c == '\r' || c == '\t'))
             return SDC_FORMAT_SAFETENSORS;
     }
+    /* after safetensors: a header length such as 0x0280 starts with bytes a pickle could */
+    if (sdc_ckpt_detect(head, size)) return SDC_FORMAT_CKPT;
     return SDC_FORMAT_UNKNOWN;
 }
 

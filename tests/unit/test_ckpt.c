@@ -172,7 +172,20 @@ static void check_damage(void) {
     free(img);
 }
 
+/* Format detection: zips and pickles are checkpoints, but a safetensors header length
+ * whose first bytes look like a pickle's PROTO opcode (0x280 = "80 02 00 ...") stays
+ * safetensors. */
+static void check_detect(void) {
+    unsigned char st[16] = {0x80, 0x02, 0, 0, 0, 0, 0, 0, '{'};
+    unsigned char legacy[16] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20};
+    unsigned char zip[16] = {'P', 'K', 3, 4, 0, 0, 8, 8, 0};
+    CHECK(sdc_detect_format(st, 9) == SDC_FORMAT_SAFETENSORS, "safetensors with header 0x280");
+    CHECK(sdc_detect_format(legacy, 10) == SDC_FORMAT_CKPT, "legacy torch.save");
+    CHECK(sdc_detect_format(zip, 9) == SDC_FORMAT_CKPT, "zip");
+}
+
 int main(void) {
+    check_detect();
     check_same(DATA("basic.ckpt"), DATA("basic.safetensors"));
     check_same(DATA("proto4.ckpt"), DATA("basic.safetensors"));
     check_same(DATA("deflate.ckpt"), DATA("basic.safetensors"));
