@@ -272,6 +272,16 @@ static sdc_status parse(sdc_ckpt_file *f, const uint8_t *img, size_t size) {
     if (st) return st;
     const sdc_zip_entry *pe = NULL;
     if ((st = find_pickle(f, &pe))) return st;
+    /* torch records the writer's byte order; storages are raw bytes in it */
+    char bo[300];
+    snprintf(bo, sizeof bo, "%sbyteorder", f->archive);
+    const sdc_zip_entry *be = sdc_zip_find(f->zip, bo);
+    const uint8_t *bod;
+    if (be && sdc_zip_data(f->zip, be, 16, false, &bod) == SDC_OK && be->size >= 3 &&
+        memcmp(bod, "big", 3) == 0)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "%s: written on a big-endian machine (byteorder 'big'): not supported",
+                        f->label);
     const uint8_t *pkl;
     if ((st = sdc_zip_data(f->zip, pe, CKPT_MAX_PICKLE, true, &pkl))) return st;
     char label[600];
