@@ -124,6 +124,11 @@ def evil_cases():
     cases["bad_missing_storage"] = p_dict([("a", p_tensor("FloatStorage", "9", 4, 0, [4], [1]))])
     cases["bad_expanded"] = p_dict([("a", p_tensor("FloatStorage", "0", 4, 0, [8], [0]))])
     cases["bad_memo"] = b"\x80\x02}q\x00h\x05."
+    # 20 dicts nested through SETITEM (the walk stops at 16), a string longer than the
+    # pickle, a LONG1 wider than 64 bits
+    cases["bad_deep"] = b"\x80\x02" + (b"}" + p_str("a")) * 20 + b"N" + b"s" * 20 + b"."
+    cases["bad_string_len"] = b"\x80\x02}X\xff\xff\xff\x7fabc."
+    cases["bad_long"] = b"\x80\x02}(" + p_str("a") + b"\x8a\x09" + b"\x01" * 9 + b"u."
     for name, pkl in cases.items():
         write_zip(os.path.join(OUT, name + ".ckpt"), pkl, {"0": floats})
 
@@ -157,6 +162,15 @@ def write_zip64(path, entries):
     out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
     with open(path, "wb") as f:
         f.write(out)
+
+
+def bad_zip_count():
+    """basic.ckpt with its end record claiming 60000 entries."""
+    d = bytearray(open(os.path.join(OUT, "basic.ckpt"), "rb").read())
+    e = d.rfind(b"PK\x05\x06")
+    struct.pack_into("<HH", d, e + 8, 60000, 60000)
+    with open(os.path.join(OUT, "bad_zip_count.ckpt"), "wb") as f:
+        f.write(d)
 
 
 def lightning_case():
@@ -213,6 +227,7 @@ def ckpt_cases():
     torch.save({"w": torch.ones(3)}, os.path.join(OUT, "legacy.pt"),
                _use_new_zipfile_serialization=False)
     evil_cases()
+    bad_zip_count()
     lightning_case()
 
 

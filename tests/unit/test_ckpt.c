@@ -205,6 +205,10 @@ int main(void) {
     check_refused("bad_missing_storage.ckpt", "not in the archive");
     check_refused("bad_expanded.ckpt", "expanded");
     check_refused("bad_memo.ckpt", "memo");
+    check_refused("bad_deep.ckpt", "nested deeper than 16");
+    check_refused("bad_string_len.ckpt", "string runs past the end");
+    check_refused("bad_long.ckpt", "wider than 64 bits");
+    check_refused("bad_zip_count.ckpt", "claims 60000 entries");
     check_damage();
     TEST_MAIN_END();
 }
