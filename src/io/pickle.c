@@ -435,42 +435,11 @@ static sdc_status op_build(vm *m) {
     return SDC_OK;
 }
 
-static sdc_status step(vm *m, uint8_t op, bool *stop) {
-    sdc_status st = SDC_OK;
+/* Opcodes that push one plain value (None, bools, ints, floats, strings, bytes). */
+static sdc_status step_scalar(vm *m, uint8_t op) {
+    sdc_status st;
     int o = -1;
-    size_t base = 0;
     switch (op) {
-    case 0x80: /* PROTO */
-        if ((st = need(m, 1))) return st;
-        if (m->d[m->pos] > 5) return verr(m, "pickle protocol above 5");
-        m->pos++;
-        return SDC_OK;
-    case 0x95: /* FRAME: an 8-byte length; the frame's opcodes follow inline */
-        if ((st = need(m, 8))) return st;
-        m->pos += 8;
-        return SDC_OK;
-    case '.': /* STOP */
-        *stop = true;
-        return SDC_OK;
-    case '(': /* MARK */
-        if (m->n_marks == m->marks_cap) {
-            size_t cap = m->marks_cap ? m->marks_cap * 2 : 16;
-            size_t *mk = realloc(m->marks, cap * sizeof *mk);
-            if (!mk) return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", m->p->label);
-            m->marks = mk;
-            m->marks_cap = cap;
-        }
-        m->marks[m->n_marks++] = m->sp;
-        return SDC_OK;
-    case '0': /* POP */
-        return pop(m, &o);
-    case '1': /* POP_MARK */
-        if ((st = pop_mark(m, &base))) return st;
-        m->sp = base;
-        return SDC_OK;
-    case '2': /* DUP */
-        if ((st = top(m, &o))) return st;
-        return push(m, o);
     case 'N':
         return push_new(m, SDC_PK_NONE, NULL);
     case 0x88: /* NEWTRUE */
@@ -513,6 +482,51 @@ static sdc_status step(vm *m, uint8_t op, bool *stop) {
         return op_string(m, SDC_PK_BYTES, 1);
     case 0x8e: /* BINBYTES8 */
         return op_string(m, SDC_PK_BYTES, 8);
+    default: {
+        char msg[64];
+        snprintf(msg, sizeof msg, "unsupported opcode 0x%02x", op);
+        m->pos--;
+        return verr(m, msg);
+    }
+    }
+}
+
+static sdc_status step(vm *m, uint8_t op, bool *stop) {
+    sdc_status st = SDC_OK;
+    int o = -1;
+    size_t base = 0;
+    switch (op) {
+    case 0x80: /* PROTO */
+        if ((st = need(m, 1))) return st;
+        if (m->d[m->pos] > 5) return verr(m, "pickle protocol above 5");
+        m->pos++;
+        return SDC_OK;
+    case 0x95: /* FRAME: an 8-byte length; the frame's opcodes follow inline */
+        if ((st = need(m, 8))) return st;
+        m->pos += 8;
+        return SDC_OK;
+    case '.': /* STOP */
+        *stop = true;
+        return SDC_OK;
+    case '(': /* MARK */
+        if (m->n_marks == m->marks_cap) {
+            size_t cap = m->marks_cap ? m->marks_cap * 2 : 16;
+            size_t *mk = realloc(m->marks, cap * sizeof *mk);
+            if (!mk) return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", m->p->label);
+            m->marks = mk;
+            m->marks_cap = cap;
+        }
+        m->marks[m->n_marks++] = m->sp;
+        return SDC_OK;
+    case '0': /* POP */
+        return pop(m, &o);
+    case '1': /* POP_MARK */
+        if ((st = pop_mark(m, &base))) return st;
+        m->sp = base;
+        return SDC_OK;
+    case '2': /* DUP */
+        if ((st = top(m, &o))) return st;
+        return push(m, o);
     case ')':
         return push_new(m, SDC_PK_TUPLE, NULL);
     case ']':
@@ -583,12 +597,8 @@ static sdc_status step(vm *m, uint8_t op, bool *stop) {
         return persistent(m);
     case 'b':
         return op_build(m);
-    default: {
-        char msg[64];
-        snprintf(msg, sizeof msg, "unsupported opcode 0x%02x", op);
-        m->pos--;
-        return verr(m, msg);
-    }
+    default:
+        return step_scalar(m, op);
     }
 }
 
