@@ -29,6 +29,13 @@ struct sdc_ckpt_file {
     int n, cap;
     char *names; /* arena */
     size_t names_used, names_cap;
+    struct lstore {
+        const char *key; /* in a pickle of ours */
+        const uint8_t *data;
+        uint64_t bytes;
+    } * legacy; /* the legacy format's storages, in file order */
+    int n_legacy;
+    sdc_pickle *legacy_keys;
 };
 
 static const unsigned char k_legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
@@ -72,25 +79,52 @@ static sdc_status terr(const sdc_ckpt_file *f, const char *name, const char *wha
     return sdc_fail(SDC_ERR_FORMAT, "%s: tensor '%s': %s", f->label, name, what);
 }
 
+/* The bytes of storage `key`: a zip entry (in place when stored, else inflated) or a
+ * legacy file's storage record. */
+static sdc_status storage_data(sdc_ckpt_file *f, const char *key, const char *name,
+                               const uint8_t **data, uint64_t *bytes, bool *in_file) {
+    char msg[400];
+    if (!f->zip) {
+        for (int i = 0; i < f->n_legacy; i++)
+            if (strcmp(f->legacy[i].key, key) == 0) {
+                *data = f->legacy[i].data;
+                *bytes = f->legacy[i].bytes;
+                *in_file = true;
+                return SDC_OK;
+            }
+        snprintf(msg, sizeof msg, "storage '%s' is not in the file", key);
+        return terr(f, name, msg);
+    }
+    char entry[300];
+    if ((size_t)snprintf(entry, sizeof entry, "%sdata/%s", f->archive, key) >= sizeof entry)
+        return terr(f, name, "storage key too long");
+    const sdc_zip_entry *e = sdc_zip_find(f->zip, entry);
+    if (!e) {
+        snprintf(msg, sizeof msg, "storage '%s' is not in the archive", entry);
+        return terr(f, name, msg);
+    }
+    *bytes = e->size;
+    *in_file = e->method == 0;
+    return sdc_zip_data(f->zip, e, UINT64_MAX, false, data);
+}
+
 /* Resolves a tensor record against its storage entry into out (name set by caller). */
 static sdc_status make_tensor(sdc_ckpt_file *f, const sdc_pk_obj *to, const char *name,
                               ctensor *out) {
     const sdc_pk_obj *so = sdc_pickle_obj(f->pk, to->v.tensor.storage);
     sdc_pk_dtype dt = so->v.storage.dtype;
     size_t es = sdc_pk_dtype_size(dt);
-    char key[300];
     char msg[400];
-    if ((size_t)snprintf(key, sizeof key, "%sdata/%s", f->archive, so->v.storage.key) >= sizeof key)
-        return terr(f, name, "storage key too long");
-    const sdc_zip_entry *e = sdc_zip_find(f->zip, key);
-    if (!e) {
-        snprintf(msg, sizeof msg, "storage '%s' is not in the archive", key);
-        return terr(f, name, msg);
-    }
+    const uint8_t *sdata = NULL;
+    uint64_t sbytes = 0;
+    bool in_file = false;
+    sdc_status st = storage_data(f, so->v.storage.key, name, &sdata, &sbytes, &in_file);
+    if (st) return st;
     int64_t snumel = so->v.storage.numel;
-    if ((uint64_t)snumel > e->size / es) {
-        snprintf(msg, sizeof msg, "storage '%s' has %llu bytes, fewer than %lld %s elements", key,
-                 (unsigned long long)e->size, (long long)snumel, sdc_pk_dtype_name(dt));
+    if ((uint64_t)snumel > sbytes / es) {
+        snprintf(msg, sizeof msg, "storage '%s' has %llu bytes, fewer than %lld %s elements",
+                 so->v.storage.key, (unsigned long long)sbytes, (long long)snumel,
+                 sdc_pk_dtype_name(dt));
         return terr(f, name, msg);
     }
     int nd = to->v.tensor.ndim;
@@ -123,21 +157,18 @@ static sdc_status make_tensor(sdc_ckpt_file *f, const sdc_pk_obj *to, const char
     }
     if (!contiguous && numel > snumel)
         return terr(f, name, "overlapping strides (an expanded view) are not supported");
-    const uint8_t *sdata;
-    sdc_status st = sdc_zip_data(f->zip, e, UINT64_MAX, false, &sdata);
-    if (st) return st;
     out->t.dtype = k_st_dtype[dt];
     out->t.ndim = nd;
     for (int d = 0; d < nd; d++) out->t.shape[d] = size[d];
     out->t.nbytes = (size_t)numel * es;
     if (numel == 0) { /* the offset of an empty tensor need not lie inside its storage */
         out->t.data = sdata;
-        out->in_file = e->method == 0;
+        out->in_file = in_file;
         return SDC_OK;
     }
     if (contiguous) {
         out->t.data = sdata + (size_t)off * es;
-        out->in_file = e->method == 0;
+        out->in_file = in_file;
         return SDC_OK;
     }
     out->owned = malloc(out->t.nbytes ? out->t.nbytes : 1);
@@ -259,17 +290,90 @@ static sdc_status find_pickle(sdc_ckpt_file *f, const sdc_zip_entry **out) {
                     f->label);
 }
 
+static sdc_status tensors_of_root(sdc_ckpt_file *f);
+
+/* The legacy (pre-1.6) stream: pickles of the magic number, the protocol version
+ * (1001), a sys_info dict (byte order), the object (persistent ids name storages by
+ * key), the sorted storage keys; then each storage as an int64 element count and its
+ * raw bytes, in key order. */
+static sdc_status parse_legacy(sdc_ckpt_file *f, const uint8_t *img, size_t size) {
+    size_t pos = sizeof k_legacy_magic;
+    if (pos >= size || img[pos] != '.')
+        return sdc_fail(SDC_ERR_FORMAT, "%s: bad legacy torch.save magic number", f->label);
+    pos++;
+    sdc_status st;
+    sdc_pickle *p = NULL;
+    for (int k = 0; k < 2; k++) { /* protocol version, sys_info */
+        if ((st = sdc_pickle_load(img + pos, size - pos, f->label, &p))) return st;
+        pos += sdc_pickle_end(p);
+        const sdc_pk_obj *r = sdc_pickle_obj(p, sdc_pickle_root(p));
+        bool ok = k == 0 ? r->kind == SDC_PK_INT && r->v.i == 1001 : r->kind == SDC_PK_DICT;
+        for (int i = 0; ok && k == 1 && i + 1 < r->v.seq.n; i += 2) {
+            const sdc_pk_obj *key = sdc_pickle_obj(p, r->v.seq.items[i]);
+            const sdc_pk_obj *v = sdc_pickle_obj(p, r->v.seq.items[i + 1]);
+            if (key->kind == SDC_PK_STR && !strcmp(key->v.str.s, "little_endian") &&
+                (v->kind != SDC_PK_BOOL || !v->v.i))
+                ok = false;
+        }
+        sdc_pickle_free(p);
+        if (!ok)
+            return sdc_fail(SDC_ERR_UNSUPPORTED,
+                            "%s: legacy torch.save file with protocol version other than 1001 "
+                            "or written big-endian",
+                            f->label);
+    }
+    if ((st = sdc_pickle_load(img + pos, size - pos, f->label, &f->pk))) return st;
+    pos += sdc_pickle_end(f->pk);
+    if ((st = sdc_pickle_load(img + pos, size - pos, f->label, &f->legacy_keys))) return st;
+    pos += sdc_pickle_end(f->legacy_keys);
+    const sdc_pk_obj *keys = sdc_pickle_obj(f->legacy_keys, sdc_pickle_root(f->legacy_keys));
+    if (keys->kind != SDC_PK_LIST)
+        return sdc_fail(SDC_ERR_FORMAT, "%s: legacy storage key list missing", f->label);
+    f->legacy = calloc((size_t)keys->v.seq.n + 1, sizeof *f->legacy);
+    if (!f->legacy) return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", f->label);
+    for (int i = 0; i < keys->v.seq.n; i++) {
+        const sdc_pk_obj *k = sdc_pickle_obj(f->legacy_keys, keys->v.seq.items[i]);
+        if (k->kind != SDC_PK_STR)
+            return sdc_fail(SDC_ERR_FORMAT, "%s: legacy storage key is not a string", f->label);
+        /* the element size comes from a storage of that key in the object */
+        size_t es = 0;
+        for (int o = 0; o < sdc_pickle_obj_count(f->pk) && !es; o++) {
+            const sdc_pk_obj *so = sdc_pickle_obj(f->pk, o);
+            if (so->kind == SDC_PK_STORAGE && strcmp(so->v.storage.key, k->v.str.s) == 0)
+                es = sdc_pk_dtype_size(so->v.storage.dtype);
+        }
+        if (!es)
+            return sdc_fail(SDC_ERR_FORMAT, "%s: legacy storage '%s' is used by no tensor",
+                            f->label, k->v.str.s);
+        if (size - pos < 8)
+            return sdc_fail(SDC_ERR_FORMAT, "%s: legacy storage '%s' is truncated", f->label,
+                            k->v.str.s);
+        uint64_t numel = 0;
+        for (int b = 7; b >= 0; b--) numel = numel << 8 | img[pos + (size_t)b];
+        pos += 8;
+        if (numel > (size - pos) / es)
+            return sdc_fail(SDC_ERR_FORMAT,
+                            "%s: legacy storage '%s' of %llu elements runs past the end", f->label,
+                            k->v.str.s, (unsigned long long)numel);
+        f->legacy[i].key = k->v.str.s;
+        f->legacy[i].data = img + pos;
+        f->legacy[i].bytes = numel * es;
+        f->n_legacy++;
+        pos += (size_t)(numel * es);
+    }
+    return SDC_OK;
+}
+
 static sdc_status parse(sdc_ckpt_file *f, const uint8_t *img, size_t size) {
-    if (size >= sizeof k_legacy_magic && memcmp(img, k_legacy_magic, sizeof k_legacy_magic) == 0)
-        return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "%s: legacy (pre-1.6, non-zip) torch.save format is not supported: "
-                        "re-save it with a recent PyTorch or convert it to safetensors",
-                        f->label);
+    sdc_status st;
+    if (size >= sizeof k_legacy_magic && memcmp(img, k_legacy_magic, sizeof k_legacy_magic) == 0) {
+        if ((st = parse_legacy(f, img, size))) return st;
+        return tensors_of_root(f);
+    }
     if (size >= 1 && img[0] == 0x80)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "%s: a bare pickle stream, not a PyTorch zip checkpoint", f->label);
-    sdc_status st = sdc_zip_open(img, size, f->label, &f->zip);
-    if (st) return st;
+    if ((st = sdc_zip_open(img, size, f->label, &f->zip))) return st;
     const sdc_zip_entry *pe = NULL;
     if ((st = find_pickle(f, &pe))) return st;
     /* torch records the writer's byte order; storages are raw bytes in it */
@@ -287,6 +391,12 @@ static sdc_status parse(sdc_ckpt_file *f, const uint8_t *img, size_t size) {
     char label[600];
     snprintf(label, sizeof label, "%s: %s", f->label, pe->name);
     if ((st = sdc_pickle_load(pkl, (size_t)pe->size, label, &f->pk))) return st;
+    return tensors_of_root(f);
+}
+
+/* The tensors of the loaded pickle's dict. */
+static sdc_status tensors_of_root(sdc_ckpt_file *f) {
+    sdc_status st;
     int root = sdc_pickle_root(f->pk);
     if (sdc_pickle_obj(f->pk, root)->kind != SDC_PK_DICT)
         return sdc_fail(SDC_ERR_FORMAT, "%s: the pickled object is not a dict of tensors",
@@ -342,6 +452,8 @@ void sdc_ckpt_close(sdc_ckpt_file *f) {
     free(f->names);
     free(f->archive);
     sdc_pickle_free(f->pk);
+    sdc_pickle_free(f->legacy_keys);
+    free(f->legacy);
     sdc_zip_close(f->zip);
     sdc_unmap_file(f->map, f->map_size);
     free(f->label);

@@ -6,7 +6,8 @@
  * sdc_st_tensor records, so the model loader serves them like safetensors ones.
  * Contiguous tensors of stored (uncompressed) entries point into the file image;
  * strided views and deflated entries are copied to memory the checkpoint owns. The
- * legacy (pre-1.6, non-zip) torch.save format is recognised and refused. */
+ * legacy (pre-1.6, non-zip) torch.save stream (pickles followed by raw storages) is read
+ * too, its storages in place. */
 #ifndef SDC_IO_CKPT_H
 #define SDC_IO_CKPT_H
 

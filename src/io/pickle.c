@@ -25,6 +25,7 @@ struct sdc_pickle {
     char *strings; /* arena: every string's bytes + NUL (never more than the pickle) */
     size_t str_used, str_cap;
     int root;
+    size_t end; /* bytes consumed, up to and including STOP */
 };
 
 typedef struct vm {
@@ -36,7 +37,8 @@ typedef struct vm {
     size_t *marks;
     size_t n_marks, marks_cap;
     int *memo;
-    size_t memo_cap;   /* memo indices are below the pickle size (one opcode each) */
+    size_t memo_cap;   /* slots allocated (grown on demand) */
+    size_t memo_limit; /* memo indices are below the pickle size (one opcode each) */
     size_t memo_count; /* distinct slots set: where MEMOIZE stores */
 } vm;
 
@@ -98,16 +100,25 @@ static sdc_status seq_add(vm *m, int obj, int item) {
 static sdc_status new_string(vm *m, sdc_pk_kind kind, uint64_t len, int *out) {
     if (len > m->size - m->pos) return verr(m, "string runs past the end");
     sdc_pickle *p = m->p;
-    if (p->str_used + len + 1 > p->str_cap) return verr(m, "strings larger than the pickle");
+    /* the arena grows with the strings actually read (a legacy checkpoint's pickles are
+     * prefixes of a large image): strings are kept as offsets until the load ends */
+    if (p->str_used + len + 1 > p->str_cap) {
+        size_t cap = p->str_cap ? p->str_cap : 4096;
+        while (cap < p->str_used + len + 1) cap *= 2;
+        char *ns = realloc(p->strings, cap);
+        if (!ns) return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", p->label);
+        p->strings = ns;
+        p->str_cap = cap;
+    }
     sdc_status st = new_obj(m, kind, out);
     if (st) return st;
     char *s = p->strings + p->str_used;
     memcpy(s, m->d + m->pos, (size_t)len);
     s[len] = '\0';
+    p->objs[*out].v.str.off = p->str_used;
+    p->objs[*out].v.str.len = (size_t)len;
     p->str_used += (size_t)len + 1;
     m->pos += (size_t)len;
-    p->objs[*out].v.str.s = s;
-    p->objs[*out].v.str.len = (size_t)len;
     return SDC_OK;
 }
 
@@ -226,6 +237,11 @@ static const sdc_pk_obj *obj(const vm *m, int i) {
     return &m->p->objs[i];
 }
 
+/* A string object's text while loading (the arena may still move). */
+static const char *sv(const vm *m, int i) {
+    return m->p->strings + m->p->objs[i].v.str.off;
+}
+
 static bool is_int(const vm *m, int i) {
     return obj(m, i)->kind == SDC_PK_INT || obj(m, i)->kind == SDC_PK_BOOL;
 }
@@ -317,19 +333,19 @@ static sdc_status persistent(vm *m) {
     const sdc_pk_obj *t = obj(m, pid);
     if (t->kind != SDC_PK_TUPLE || t->v.seq.n < 5) return verr(m, "persistent id is not a tuple");
     const int *a = t->v.seq.items;
-    if (obj(m, a[0])->kind != SDC_PK_STR || strcmp(obj(m, a[0])->v.str.s, "storage") != 0)
+    if (obj(m, a[0])->kind != SDC_PK_STR || strcmp(sv(m, a[0]), "storage") != 0)
         return verr(m, "persistent id is not a storage");
     if (obj(m, a[1])->kind != SDC_PK_GLOBAL || obj(m, a[1])->v.global.which != SDC_PKG_STORAGE_TYPE)
         return verr(m, "storage without a torch storage type");
     if (obj(m, a[2])->kind != SDC_PK_STR) return verr(m, "storage key is not a string");
     if (!is_int(m, a[4]) || obj(m, a[4])->v.i < 0) return verr(m, "bad storage element count");
     sdc_pk_dtype dt = obj(m, a[1])->v.global.dtype;
-    const char *key = obj(m, a[2])->v.str.s;
+    int key = a[2];
     int64_t numel = obj(m, a[4])->v.i;
     if ((st = new_obj(m, SDC_PK_STORAGE, &o))) return st;
     sdc_pk_obj *s = &m->p->objs[o];
     s->v.storage.dtype = dt;
-    s->v.storage.key = key;
+    s->v.storage.key_str = key;
     s->v.storage.numel = numel;
     return push(m, o);
 }
@@ -337,7 +353,17 @@ static sdc_status persistent(vm *m) {
 /* ---- the opcode loop ------------------------------------------------------------------ */
 
 static sdc_status memo_put(vm *m, uint64_t idx, int o) {
-    if (idx >= m->memo_cap) return verr(m, "memo index out of range");
+    if (idx >= m->memo_limit) return verr(m, "memo index out of range");
+    if (idx >= m->memo_cap) {
+        size_t cap = m->memo_cap ? m->memo_cap * 2 : 256;
+        if (cap <= idx) cap = (size_t)idx + 1;
+        if (cap > m->memo_limit) cap = m->memo_limit;
+        int *nm = realloc(m->memo, cap * sizeof *nm);
+        if (!nm) return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", m->p->label);
+        for (size_t i = m->memo_cap; i < cap; i++) nm[i] = -1;
+        m->memo = nm;
+        m->memo_cap = cap;
+    }
     if (m->memo[idx] < 0) m->memo_count++;
     m->memo[idx] = o;
     return SDC_OK;
@@ -422,7 +448,7 @@ static sdc_status op_stack_global(vm *m) {
     if ((st = pop(m, &name)) || (st = pop(m, &mod))) return st;
     if (obj(m, mod)->kind != SDC_PK_STR || obj(m, name)->kind != SDC_PK_STR)
         return verr(m, "STACK_GLOBAL on non-strings");
-    return global(m, obj(m, mod)->v.str.s, obj(m, name)->v.str.s);
+    return global(m, sv(m, mod), sv(m, name));
 }
 
 /* BUILD: the state of an OrderedDict (e.g. its _metadata) or a tensor is dropped. */
@@ -613,16 +639,12 @@ sdc_status sdc_pickle_load(const uint8_t *data, size_t size, const char *label, 
     if (p) {
         p->label = label;
         p->root = -1;
-        p->str_cap = size + 1;
-        p->strings = malloc(p->str_cap);
-        m.memo_cap = size < PK_MAX_MEMO ? size : PK_MAX_MEMO;
-        m.memo = malloc((m.memo_cap + 1) * sizeof *m.memo);
+        m.memo_limit = size < PK_MAX_MEMO ? size : PK_MAX_MEMO;
     }
-    if (!p || !p->strings || !m.memo) {
+    if (!p) {
         st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
         goto done;
     }
-    for (size_t i = 0; i < m.memo_cap; i++) m.memo[i] = -1;
     bool stop = false;
     while (!stop) {
         if (m.pos >= size) {
@@ -637,6 +659,14 @@ sdc_status sdc_pickle_load(const uint8_t *data, size_t size, const char *label, 
         goto done;
     }
     p->root = m.stack[0];
+    p->end = m.pos;
+    /* the arena is final: strings and storage keys become pointers */
+    for (int i = 0; i < p->n; i++)
+        if (p->objs[i].kind == SDC_PK_STR || p->objs[i].kind == SDC_PK_BYTES)
+            p->objs[i].v.str.s = p->strings + p->objs[i].v.str.off;
+    for (int i = 0; i < p->n; i++)
+        if (p->objs[i].kind == SDC_PK_STORAGE)
+            p->objs[i].v.storage.key = p->objs[p->objs[i].v.storage.key_str].v.str.s;
 done:
     free(m.stack);
     free(m.marks);
@@ -670,4 +700,7 @@ const sdc_pk_obj *sdc_pickle_obj(const sdc_pickle *p, int i) {
 }
 int sdc_pickle_obj_count(const sdc_pickle *p) {
     return p->n;
+}
+size_t sdc_pickle_end(const sdc_pickle *p) {
+    return p->end;
 }

@@ -62,6 +62,7 @@ typedef struct sdc_pk_obj {
         struct {
             const char *s; /* NUL-terminated (bytes may hold NULs: use len) */
             size_t len;
+            size_t off; /* in the string arena (what s points at after the load) */
         } str;
         struct {
             int *items; /* object indices */
@@ -74,6 +75,7 @@ typedef struct sdc_pk_obj {
         struct {
             sdc_pk_dtype dtype;
             const char *key; /* zip entry name under <archive>/data/ */
+            int key_str;     /* the key's string object */
             int64_t numel;   /* elements, as the persistent id says */
         } storage;
         struct {
@@ -87,14 +89,16 @@ typedef struct sdc_pk_obj {
 
 typedef struct sdc_pickle sdc_pickle;
 
-/* Runs the pickle in data[0..size) (not copied: keep it alive while the result is used;
- * strings are copied). `label` names it in errors ("model.ckpt: archive/data.pkl"). */
+/* Runs the pickle at the start of data[0..size) (not copied: keep it alive while the result is
+ * used; strings are copied). `label` names it in errors ("model.ckpt: archive/data.pkl"). */
 sdc_status sdc_pickle_load(const uint8_t *data, size_t size, const char *label, sdc_pickle **out);
 void sdc_pickle_free(sdc_pickle *p);
 
 int sdc_pickle_root(const sdc_pickle *p); /* object index of the pickled value */
 const sdc_pk_obj *sdc_pickle_obj(const sdc_pickle *p, int i);
 int sdc_pickle_obj_count(const sdc_pickle *p);
+/* Bytes the pickle took, STOP included (where the next pickle of a stream starts). */
+size_t sdc_pickle_end(const sdc_pickle *p);
 
 const char *sdc_pk_dtype_name(sdc_pk_dtype d);
 size_t sdc_pk_dtype_size(sdc_pk_dtype d);

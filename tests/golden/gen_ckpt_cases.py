@@ -224,8 +224,8 @@ def ckpt_cases():
     flat["ema.w"] = nested["ema"]["w"]
     ref(os.path.join(OUT, "nested.safetensors"), flat)
 
-    torch.save({"w": torch.ones(3)}, os.path.join(OUT, "legacy.pt"),
-               _use_new_zipfile_serialization=False)
+    # the legacy (pre-1.6) stream format: pickles and raw storages, no zip
+    torch.save(sd, os.path.join(OUT, "legacy.pt"), _use_new_zipfile_serialization=False)
     evil_cases()
     bad_zip_count()
     lightning_case()
