@@ -2,8 +2,10 @@
  * tensor resolution against storages) on arbitrary bytes, then every tensor it exposes
  * (all bytes read, f32 conversion) and the model loader on the same image; the same
  * bytes also run through the pickle VM alone, so that pickle opcodes are explored
- * without needing a valid zip around them. */
+ * without needing a valid zip around them. The bytes are also a diffusers tensor name
+ * (mapped for every component) and a unet/config.json text. */
 #include "io/ckpt.h"
+#include "io/diffusers_names.h"
 #include "io/model_loader.h"
 #include "io/pickle.h"
 
@@ -42,6 +44,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         g_sink += acc;
         sdc_ckpt_close(f);
     }
+
+    char name[256], out[128];
+    size_t nl = size < sizeof name - 1 ? size : sizeof name - 1;
+    memcpy(name, data, nl);
+    name[nl] = '\0';
+    sdc_unet_layout_hint h;
+    sdc_unet_layout_hint_default(&h);
+    if (sdc_unet_layout_hint_from_config((const char *)data, size, "fuzz.json", &h) == SDC_OK &&
+        (h.n_levels < 1 || h.n_levels > SDC_UNET_MAX_LEVELS))
+        abort();
+    static const char *const comps[] = {"unet", "vae", "text_encoder", "text_encoder_2"};
+    for (int c = 0; c < 4; c++)
+        if (sdc_diffusers_to_ldm(comps[c], name, &h, out, sizeof out) &&
+            strnlen(out, sizeof out) == sizeof out)
+            abort();
 
     sdc_loader *l = NULL;
     if (sdc_loader_create(&l) == SDC_OK) {
