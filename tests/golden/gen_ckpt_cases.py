@@ -337,7 +337,116 @@ def diffusers_case():
     print(f"diffusers: {len(ldm)} tensors")
 
 
+def sdxl_ldm_unet_keys(lpb, attn, depth, ch):
+    """LDM (sgm UNetModel) parameter names of an SDXL-shaped UNet, from that model's
+    constructor: input_blocks = conv_in, per level lpb ResBlocks (+ a SpatialTransformer
+    where attn) and a Downsample except on the last level; middle_block = Res, ST, Res;
+    output_blocks = per level (reversed) lpb+1 ResBlocks (+ ST), an Upsample in the last
+    block of every level but the last. diffusers' converter checks them below."""
+    def res(p, skip):
+        names = [f"{p}.{m}.{w}" for m in ("in_layers.0", "in_layers.2", "emb_layers.1",
+                                          "out_layers.0", "out_layers.3") for w in ("weight", "bias")]
+        return names + ([f"{p}.skip_connection.{w}" for w in ("weight", "bias")] if skip else [])
+
+    def st(p, d):
+        names = [f"{p}.{m}.{w}" for m in ("norm", "proj_in", "proj_out") for w in ("weight", "bias")]
+        for k in range(d):
+            b = f"{p}.transformer_blocks.{k}"
+            for a in ("attn1", "attn2"):
+                names += [f"{b}.{a}.to_{x}.weight" for x in "qkv"]
+                names += [f"{b}.{a}.to_out.0.{w}" for w in ("weight", "bias")]
+            names += [f"{b}.{m}.{w}" for m in ("norm1", "norm2", "norm3", "ff.net.0.proj",
+                                               "ff.net.2") for w in ("weight", "bias")]
+        return names
+
+    keys = [f"{m}.{w}" for m in ("time_embed.0", "time_embed.2", "label_emb.0.0", "label_emb.0.2",
+                                 "input_blocks.0.0", "out.0", "out.2") for w in ("weight", "bias")]
+    L, ib, c_in = len(ch), 1, ch[0]
+    chans = [ch[0]]
+    for i in range(L):
+        for j in range(lpb):
+            keys += res(f"input_blocks.{ib}.0", c_in != ch[i])
+            if attn[i]:
+                keys += st(f"input_blocks.{ib}.1", depth[i])
+            c_in = ch[i]
+            chans.append(c_in)
+            ib += 1
+        if i + 1 < L:
+            keys += [f"input_blocks.{ib}.0.op.{w}" for w in ("weight", "bias")]
+            chans.append(c_in)
+            ib += 1
+    keys += res("middle_block.0", False) + st("middle_block.1", depth[-1]) + res("middle_block.2", False)
+    ob = 0
+    for i in reversed(range(L)):
+        for j in range(lpb + 1):
+            skip_ch = chans.pop()
+            keys += res(f"output_blocks.{ob}.0", c_in + skip_ch != ch[i])
+            c_in = ch[i]
+            if attn[i]:
+                keys += st(f"output_blocks.{ob}.1", depth[i])
+            if i > 0 and j == lpb:
+                keys += [f"output_blocks.{ob}.{2 if attn[i] else 1}.conv.{w}"
+                         for w in ("weight", "bias")]
+            ob += 1
+    return ["model.diffusion_model." + k for k in keys]
+
+
+def sdxl_case():
+    """A tiny SDXL-shaped folder: UNet (3 levels, attention in levels 1-2, text_time
+    embedding), CLIPTextModel + CLIPTextModelWithProjection; no VAE (the SD one is
+    covered above). sdxl_ldm.safetensors: the same weights under LDM names."""
+    from diffusers import UNet2DConditionModel
+    from diffusers.loaders.single_file_utils import convert_ldm_unet_checkpoint
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+
+    torch.manual_seed(12)
+    ch, depth = (4, 8, 16), (1, 1, 2)
+    unet = UNet2DConditionModel(
+        sample_size=8, in_channels=4, out_channels=4, layers_per_block=2, block_out_channels=ch,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+        transformer_layers_per_block=depth, cross_attention_dim=16, attention_head_dim=2,
+        norm_num_groups=2, use_linear_projection=True, addition_embed_type="text_time",
+        addition_time_embed_dim=4, projection_class_embeddings_input_dim=8 + 6 * 4)
+    cfg = dict(vocab_size=64, hidden_size=8, intermediate_size=16, num_hidden_layers=2,
+               num_attention_heads=2, max_position_embeddings=8)
+    te1 = CLIPTextModel(CLIPTextConfig(**cfg))
+    te2 = CLIPTextModelWithProjection(CLIPTextConfig(**cfg, projection_dim=8))
+    for mdl in (unet, te1, te2):
+        with torch.no_grad():
+            for p in mdl.parameters():
+                p.copy_(torch.randn_like(p))
+        mdl.half()
+    names = sdxl_ldm_unet_keys(2, (False, True, True), depth, ch)
+    sd = unet.state_dict()
+    keys = [(k, sd_nd) for k, sd_nd in zip(names, [1] * len(names))]
+    m = ldm_map(keys, "model.diffusion_model.", convert_ldm_unet_checkpoint, unet.config)
+    if set(m) != set(sd) or len(m) != len(names):
+        raise SystemExit(f"sdxl: converter and model differ: {sorted(set(m) ^ set(sd))[:6]}")
+    ldm = {lk: sd[dk].clone() for dk, lk in m.items()}
+    folder = os.path.join(OUT, "sdxl")
+    os.makedirs(folder, exist_ok=True)
+    unet.save_pretrained(os.path.join(folder, "unet"), variant="fp16")
+    te1.save_pretrained(os.path.join(folder, "text_encoder"))
+    te2.save_pretrained(os.path.join(folder, "text_encoder_2"))
+    for i, (te, sub) in enumerate(((te1, "text_encoder"), (te2, "text_encoder_2"))):
+        from safetensors.torch import load_file
+        saved = load_file(os.path.join(folder, sub, "model.safetensors"))
+        for k, v in saved.items():
+            hf = k if k.startswith(("text_model.", "text_projection.")) else "text_model." + k
+            ldm[f"conditioner.embedders.{i}.transformer." + hf] = v
+    for sub in ("tokenizer", "tokenizer_2"):
+        os.makedirs(os.path.join(folder, sub), exist_ok=True)
+        with open(os.path.join(folder, sub, "vocab.json"), "w") as f:
+            f.write('{"a</w>": 0}\n')
+    with open(os.path.join(folder, "model_index.json"), "w") as f:
+        f.write('{"_class_name": "StableDiffusionXLPipeline"}\n')
+    save_file({k: v.contiguous() for k, v in ldm.items()}, os.path.join(OUT, "sdxl_ldm.safetensors"))
+    print(f"sdxl: {len(ldm)} tensors")
+
+
 if __name__ == "__main__":
     ckpt_cases()
     if "--no-diffusers" not in sys.argv:
         diffusers_case()
+        sdxl_case()
