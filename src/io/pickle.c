@@ -631,8 +631,9 @@ static sdc_status step(vm *m, uint8_t op, bool *stop) {
 sdc_status sdc_pickle_load(const uint8_t *data, size_t size, const char *label, sdc_pickle **out) {
     *out = NULL;
     if (!label) label = "<pickle>";
-    if (size > SDC_PK_MAX_BYTES)
-        return sdc_fail(SDC_ERR_FORMAT, "%s: pickle of %zu bytes is too large", label, size);
+    /* a pickle may be the head of a larger image (legacy checkpoints): it must end
+     * within SDC_PK_MAX_BYTES ("ends without STOP" otherwise) */
+    if (size > SDC_PK_MAX_BYTES) size = SDC_PK_MAX_BYTES;
     sdc_pickle *p = calloc(1, sizeof *p);
     vm m = {.p = p, .d = data, .size = size};
     sdc_status st = SDC_OK;
