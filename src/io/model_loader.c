@@ -6,6 +6,7 @@
 
 #include "core/buffer.h"
 #include "core/fp16.h"
+#include "io/ckpt.h"
 #include "io/name_index.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LOADER_ALIGN 64
@@ -33,6 +35,7 @@ typedef struct lfile {
     sdc_file_format fmt;
     sdc_gguf_file *gguf;
     sdc_st_file *st;
+    sdc_ckpt_file *ckpt;
     entry *entries;
     int n;
     void *owned; /* converted or realigned data: owned_buf's memory */
@@ -48,6 +51,7 @@ struct sdc_loader {
     entry **order;
     int n, cap;
     sdc_name_index index;
+    char *tokenizer_dir[2]; /* a diffusers folder's tokenizer/ and tokenizer_2/ */
 };
 
 /* One tensor as the file describes it, before it becomes an sdc_tensor. */
@@ -62,7 +66,9 @@ typedef struct src_tensor {
     const sdc_st_tensor *st;
     sdc_type target;
     bool convert, copy;
+    bool force_copy; /* data not in the file mapping (a checkpoint's own copy) */
     size_t owned_off;
+    char full[SDC_MAX_NAME]; /* the name it is loaded under */
 } src_tensor;
 
 sdc_file_format sdc_detect_format(const void *head, size_t size) {
@@ -76,20 +82,19 @@ sdc_file_format sdc_detect_format(const void *head, size_t size) {
             (c == '{' || c == ' ' || c == '\n' || c == '\r' || c == '\t'))
             return SDC_FORMAT_SAFETENSORS;
     }
+    /* after safetensors: a header length such as 0x0280 starts with bytes a pickle could */
+    if (sdc_ckpt_detect(head, size)) return SDC_FORMAT_CKPT;
     return SDC_FORMAT_UNKNOWN;
 }
 
 static sdc_status unknown_format(const char *label, const uint8_t *p, size_t size) {
-    if (size >= 4 && memcmp(p, "PK\x03\x04", 4) == 0)
-        return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "%s: a zip archive (PyTorch .ckpt/.pt?) is not supported: convert it to "
-                        "safetensors",
-                        label);
     char hex[40] = "";
     for (size_t i = 0; i < size && i < 8; i++)
         snprintf(hex + 3 * i, sizeof hex - 3 * i, "%02x ", p[i]);
-    return sdc_fail(SDC_ERR_FORMAT, "%s: not a safetensors or GGUF file (first bytes: %s)", label,
-                    size ? hex : "none, the file is empty");
+    return sdc_fail(
+        SDC_ERR_FORMAT,
+        "%s: not a safetensors or GGUF file, nor a PyTorch checkpoint (first bytes: %s)", label,
+        size ? hex : "none, the file is empty");
 }
 
 sdc_status sdc_loader_create(sdc_loader **out) {
@@ -106,6 +111,7 @@ sdc_status sdc_loader_create(sdc_loader **out) {
 static void free_file(lfile *f) {
     sdc_gguf_close(f->gguf);
     sdc_st_close(f->st);
+    sdc_ckpt_close(f->ckpt);
     free(f->entries);
     sdc_buffer_free(f->owned_buf);
     sdc_buffer_free(f->image_buf);
@@ -120,6 +126,8 @@ void sdc_loader_free(sdc_loader *l) {
     free(l->files);
     free(l->order);
     sdc_name_index_free(&l->index);
+    free(l->tokenizer_dir[0]);
+    free(l->tokenizer_dir[1]);
     free(l);
 }
 
@@ -152,7 +160,7 @@ static void plan_tensor(src_tensor *s) {
             s->convert = true;
         }
     }
-    if (!s->convert && s->nbytes && ((uintptr_t)s->data & 3)) s->copy = true;
+    if (!s->convert && s->nbytes && (((uintptr_t)s->data & 3) || s->force_copy)) s->copy = true;
 }
 
 static int64_t numel4(const int64_t *ne) {
@@ -249,11 +257,16 @@ static sdc_status convert(const src_tensor *s, void *dst, const char *label) {
 
 /* ---- adding a file -------------------------------------------------------------------- */
 
-static sdc_status collect_st(const sdc_st_file *st, const char *label, src_tensor *out) {
-    for (int i = 0; i < sdc_st_count(st); i++) {
-        const sdc_st_tensor *t = sdc_st_at(st, i);
+/* Safetensors and checkpoint tensors (both sdc_st_tensor records); `ckpt` when the
+ * records are a checkpoint's. */
+static sdc_status collect_st(const sdc_st_file *st, const sdc_ckpt_file *ckpt, const char *label,
+                             src_tensor *out) {
+    int n = ckpt ? sdc_ckpt_count(ckpt) : sdc_st_count(st);
+    for (int i = 0; i < n; i++) {
+        const sdc_st_tensor *t = ckpt ? sdc_ckpt_at(ckpt, i) : sdc_st_at(st, i);
         src_tensor *s = &out[i];
         memset(s, 0, sizeof *s);
+        s->force_copy = ckpt && !sdc_ckpt_in_file(ckpt, i);
         s->name = t->name;
         s->is_st = true;
         s->kind = (int)t->dtype;
@@ -304,11 +317,14 @@ static sdc_status wrap_image(lfile *nf, const src_tensor *src, int n, const char
     return SDC_OK;
 }
 
-/* Takes ownership of the opened file `nf` (freed on failure). */
-static sdc_status add_opened(sdc_loader *l, lfile *nf) {
+/* Takes ownership of the opened file `nf` (freed on failure). `rename` (may be NULL)
+ * gives each tensor's name instead of prefix + name. */
+static sdc_status add_opened(sdc_loader *l, lfile *nf, sdc_loader_rename_fn rename, void *ctx) {
     const char *label = nf->path;
     size_t plen = strlen(nf->prefix);
-    int n = nf->gguf ? sdc_gguf_tensor_count(nf->gguf) : sdc_st_count(nf->st);
+    int n = nf->gguf   ? sdc_gguf_tensor_count(nf->gguf)
+            : nf->ckpt ? sdc_ckpt_count(nf->ckpt)
+                       : sdc_st_count(nf->st);
     src_tensor *src = calloc((size_t)n + 1, sizeof *src);
     sdc_status st = SDC_OK;
     if (!src) {
@@ -317,7 +333,7 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
     }
     if (nf->gguf)
         collect_gguf(nf->gguf, src);
-    else if ((st = collect_st(nf->st, label, src)))
+    else if ((st = collect_st(nf->st, nf->ckpt, label, src)))
         goto fail;
 
     /* names, types and the owned memory needed, before anything changes */
@@ -326,14 +342,28 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
     for (int i = 0; i < n; i++) {
         src_tensor *s = &src[i];
         size_t nlen = strlen(s->name);
-        if (plen + nlen >= SDC_MAX_NAME) {
+        char *full = s->full;
+        if (rename) {
+            if (!rename(ctx, s->name, full, SDC_MAX_NAME)) {
+                st = sdc_fail(SDC_ERR_UNSUPPORTED,
+                              "%s: tensor '%s': no known name to load it under", label, s->name);
+                goto fail;
+            }
+        } else if (plen + nlen >= SDC_MAX_NAME) {
             st = sdc_fail(SDC_ERR_UNSUPPORTED, "%s: tensor '%s%s': name longer than %d bytes",
                           label, nf->prefix, s->name, SDC_MAX_NAME - 1);
             goto fail;
+        } else {
+            memcpy(full, nf->prefix, plen);
+            memcpy(full + plen, s->name, nlen + 1);
         }
-        char full[SDC_MAX_NAME];
-        memcpy(full, nf->prefix, plen);
-        memcpy(full + plen, s->name, nlen + 1);
+        /* two tensors of this file under one name (a rename can do that) */
+        for (int j = 0; rename && j < i; j++)
+            if (strcmp(src[j].full, full) == 0) {
+                st = sdc_fail(SDC_ERR_FORMAT, "%s: tensors '%s' and '%s' both load as '%s'", label,
+                              src[j].name, s->name, full);
+                goto fail;
+            }
         int other = sdc_name_index_find(&l->index, full);
         if (other >= 0) {
             st = sdc_fail(SDC_ERR_FORMAT, "tensor '%s' is in both %s and %s", full,
@@ -406,7 +436,7 @@ static sdc_status add_opened(sdc_loader *l, lfile *nf) {
         t->index = -1;
         t->plan_offset = -1;
         t->last_use = -1;
-        snprintf(t->name, sizeof t->name, "%s%s", nf->prefix, s->name);
+        memcpy(t->name, s->full, sizeof t->name);
         if (s->convert || s->copy) {
             void *dst = (uint8_t *)nf->owned + s->owned_off;
             if (s->copy)
@@ -438,7 +468,8 @@ fail:
 }
 
 static sdc_status add_image(sdc_loader *l, const uint8_t *data, size_t size, const char *label,
-                            const char *prefix, bool from_path) {
+                            const char *prefix, bool from_path, sdc_loader_rename_fn rename,
+                            void *ctx) {
     lfile nf = {0};
     sdc_status st;
     nf.fmt = sdc_detect_format(data, size);
@@ -452,6 +483,9 @@ static sdc_status add_image(sdc_loader *l, const uint8_t *data, size_t size, con
     if (nf.fmt == SDC_FORMAT_GGUF)
         st = from_path ? sdc_gguf_open(label, &nf.gguf)
                        : sdc_gguf_open_memory(data, size, label, &nf.gguf);
+    else if (nf.fmt == SDC_FORMAT_CKPT)
+        st = from_path ? sdc_ckpt_open(label, &nf.ckpt)
+                       : sdc_ckpt_open_memory(data, size, label, &nf.ckpt);
     else
         st = from_path ? sdc_st_open(label, &nf.st) : sdc_st_open_memory(data, size, label, &nf.st);
     if (st) {
@@ -459,10 +493,11 @@ static sdc_status add_image(sdc_loader *l, const uint8_t *data, size_t size, con
         return st;
     }
     nf.mapped = from_path;
-    return add_opened(l, &nf);
+    return add_opened(l, &nf, rename, ctx);
 }
 
-sdc_status sdc_loader_add_file(sdc_loader *l, const char *path, const char *prefix) {
+static sdc_status add_path(sdc_loader *l, const char *path, const char *prefix,
+                           sdc_loader_rename_fn rename, void *ctx) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     uint8_t head[16];
@@ -471,13 +506,57 @@ sdc_status sdc_loader_add_file(sdc_loader *l, const char *path, const char *pref
     if (got < 0) return sdc_fail(SDC_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
     if (sdc_detect_format(head, (size_t)got) == SDC_FORMAT_UNKNOWN)
         return unknown_format(path, head, (size_t)got);
-    return add_image(l, head, (size_t)got, path, prefix, true);
+    return add_image(l, head, (size_t)got, path, prefix, true, rename, ctx);
+}
+
+sdc_status sdc_loader_add_file(sdc_loader *l, const char *path, const char *prefix) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (prefix && *prefix)
+            return sdc_fail(SDC_ERR_INVALID_ARG,
+                            "%s: a folder (diffusers layout) only loads as the whole model (-m)",
+                            path);
+        return sdc_loader_add_diffusers_folder(l, path);
+    }
+    return add_path(l, path, prefix, NULL, NULL);
+}
+
+sdc_status sdc_loader_add_file_renamed(sdc_loader *l, const char *path, sdc_loader_rename_fn rename,
+                                       void *ctx) {
+    return add_path(l, path, "", rename, ctx);
+}
+
+void sdc_loader_truncate(sdc_loader *l, int n_files) {
+    if (n_files < 0 || n_files >= l->n_files) return;
+    int n = 0;
+    for (int i = 0; i < n_files; i++) n += l->files[i].n;
+    for (int i = n_files; i < l->n_files; i++) free_file(&l->files[i]);
+    l->n_files = n_files;
+    l->n = n;
+    /* the index has no removal: rebuild it from the tensors kept (it only shrinks, so the
+     * slots it has suffice) */
+    memset(l->index.slots, 0, l->index.cap * sizeof *l->index.slots);
+    l->index.count = 0;
+    for (int i = 0; i < n; i++) sdc_name_index_insert(&l->index, l->order[i]->t.name, i);
+}
+
+sdc_status sdc_loader_set_tokenizer_dir(sdc_loader *l, int i, const char *dir) {
+    if (i < 0 || i > 1) return sdc_fail(SDC_ERR_INVALID_ARG, "tokenizer index %d", i);
+    char *d = dir ? strdup(dir) : NULL;
+    if (dir && !d) return sdc_fail(SDC_ERR_NO_MEMORY, "loader: out of memory");
+    free(l->tokenizer_dir[i]);
+    l->tokenizer_dir[i] = d;
+    return SDC_OK;
+}
+
+const char *sdc_loader_tokenizer_dir(const sdc_loader *l, int i) {
+    return i >= 0 && i <= 1 ? l->tokenizer_dir[i] : NULL;
 }
 
 sdc_status sdc_loader_add_memory(sdc_loader *l, const void *data, size_t size, const char *label,
                                  const char *prefix) {
     if (!data && size) return sdc_fail(SDC_ERR_INVALID_ARG, "sdc_loader_add_memory: NULL data");
-    return add_image(l, data, size, label ? label : "<memory>", prefix, false);
+    return add_image(l, data, size, label ? label : "<memory>", prefix, false, NULL, NULL);
 }
 
 /* ---- queries -------------------------------------------------------------------------- */
@@ -520,6 +599,9 @@ const sdc_gguf_file *sdc_loader_file_gguf(const sdc_loader *l, int i) {
 }
 const sdc_st_file *sdc_loader_file_st(const sdc_loader *l, int i) {
     return i >= 0 && i < l->n_files ? l->files[i].st : NULL;
+}
+const sdc_ckpt_file *sdc_loader_file_ckpt(const sdc_loader *l, int i) {
+    return i >= 0 && i < l->n_files ? l->files[i].ckpt : NULL;
 }
 
 const sdc_gguf_kv *sdc_loader_find_kv(const sdc_loader *l, const char *key, int *file) {

@@ -1,5 +1,6 @@
-/* Model loader: opens weight files (safetensors or GGUF, told apart by their first
- * bytes), each under an optional name prefix ("model.diffusion_model." for
+/* Model loader: opens weight files (safetensors, GGUF or PyTorch zip checkpoints, told
+ * apart by their first bytes; or a diffusers folder), each under an optional name prefix
+ * ("model.diffusion_model." for
  * --diffusion-model, "text_encoders.t5xxl.transformer." for --t5xxl, none for -m), into
  * one name -> sdc_tensor map.
  *
@@ -15,6 +16,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "io/ckpt.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
 
@@ -24,6 +26,7 @@ typedef enum sdc_file_format {
     SDC_FORMAT_UNKNOWN = 0,
     SDC_FORMAT_SAFETENSORS,
     SDC_FORMAT_GGUF,
+    SDC_FORMAT_CKPT, /* PyTorch .ckpt/.pt/.bin (zip of pickles, io/ckpt.h) */
 } sdc_file_format;
 
 /* Format of a file image by its first bytes (needs at least 9 bytes for safetensors). */
@@ -36,6 +39,27 @@ void sdc_loader_free(sdc_loader *l);
  * of this file is added and the message names the file (and tensor). A name already
  * loaded from another file is an error naming both files. */
 sdc_status sdc_loader_add_file(sdc_loader *l, const char *path, const char *prefix);
+/* A path that is a folder is a diffusers folder (see sdc_loader_add_diffusers_folder). */
+
+/* Maps a file's tensor name to the full name it is loaded under; false when it has none
+ * (the file is then refused with an error naming the tensor). */
+typedef bool (*sdc_loader_rename_fn)(void *ctx, const char *name, char *out, size_t n);
+/* sdc_loader_add_file with names given by `rename` instead of a prefix. */
+sdc_status sdc_loader_add_file_renamed(sdc_loader *l, const char *path, sdc_loader_rename_fn rename,
+                                       void *ctx);
+/* Drops every file from index n_files on (undoing a partly added group of files). */
+void sdc_loader_truncate(sdc_loader *l, int n_files);
+
+/* A diffusers folder (model_index.json, unet/, vae/, text_encoder/, text_encoder_2/,
+ * tokenizer/, tokenizer_2/; io/diffusers_names.c): every component's weights under the
+ * LDM names a single-file checkpoint has (model.diffusion_model., first_stage_model.,
+ * cond_stage_model.transformer. or, for SDXL, conditioner.embedders.0/1.transformer.).
+ * All or nothing. */
+sdc_status sdc_loader_add_diffusers_folder(sdc_loader *l, const char *dir);
+/* The CLIP tokenizer folders of a loaded diffusers folder: i = 0 for tokenizer/, 1 for
+ * tokenizer_2/ (SDXL); NULL when absent or when no folder was loaded. */
+const char *sdc_loader_tokenizer_dir(const sdc_loader *l, int i);
+sdc_status sdc_loader_set_tokenizer_dir(sdc_loader *l, int i, const char *dir);
 /* Same for a file image in memory (not copied: keep it alive). */
 sdc_status sdc_loader_add_memory(sdc_loader *l, const void *data, size_t size, const char *label,
                                  const char *prefix);
@@ -53,6 +77,7 @@ sdc_file_format sdc_loader_file_format(const sdc_loader *l, int i);
 /* The parsed file, for its metadata: NULL when the file has the other format. */
 const sdc_gguf_file *sdc_loader_file_gguf(const sdc_loader *l, int i);
 const sdc_st_file *sdc_loader_file_st(const sdc_loader *l, int i);
+const sdc_ckpt_file *sdc_loader_file_ckpt(const sdc_loader *l, int i);
 /* A GGUF KV from the first loaded GGUF file that has `key` (e.g. tokenizer.ggml.tokens),
  * or NULL. `file` (may be NULL) receives that file's index. */
 /* Drops the resident pages of file i's mapped tensors (re-read on next use). */

@@ -278,8 +278,8 @@ static void test_mixed(void) {
     fputs("PK\x03\x04 zip", fp);
     fclose(fp);
     st = sdc_loader_add_file(l, gg2_path, NULL);
-    CHECK(st == SDC_ERR_UNSUPPORTED && contains(sdc_last_error(), "zip"), "zip: %s",
-          sdc_last_error());
+    /* a zip is read as a PyTorch checkpoint (io/ckpt.c): this one has no directory */
+    CHECK(st == SDC_ERR_FORMAT && contains(sdc_last_error(), "zip"), "zip: %s", sdc_last_error());
     fp = fopen(gg2_path, "wb");
     fputs("hello world, not a model", fp);
     fclose(fp);

@@ -32,6 +32,13 @@ static bool check_file(const char *opt, const char *path, char *err, size_t n) {
         return false;
     }
     if (S_ISDIR(st.st_mode)) {
+        /* --model also takes a diffusers folder (the library reads model_index.json's
+         * components) */
+        char idx[4096];
+        if (strcmp(opt, "--model") == 0 &&
+            (size_t)snprintf(idx, sizeof idx, "%s/model_index.json", path) < sizeof idx &&
+            access(idx, R_OK) == 0)
+            return true;
         snprintf(err, n, "%s: '%s' is a directory, not a file", opt, path);
         return false;
     }
