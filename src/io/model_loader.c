@@ -160,7 +160,10 @@ static void plan_tensor(src_tensor *s) {
             s->convert = true;
         }
     }
-    if (!s->convert && s->nbytes && (((uintptr_t)s->data & 3) || s->force_copy)) s->copy = true;
+    /* kernels need each element aligned to its own size; F16/BF16 tensors of real checkpoints
+     * are often only 2-byte aligned, and copying them would double the model's memory */
+    uintptr_t align = s->target == SDC_TYPE_F16 || s->target == SDC_TYPE_BF16 ? 1 : 3;
+    if (!s->convert && s->nbytes && (((uintptr_t)s->data & align) || s->force_copy)) s->copy = true;
 }
 
 static int64_t numel4(const int64_t *ne) {
