@@ -361,7 +361,12 @@ static void load_inputs(loader *ld, int *skip, int *n_skip) {
             snprintf(b, sizeof b, "%s.0.op", base);
             load_conv(ld, &u->down, b, 3, ch, -1, 2);
             if (u->down.w) ch = u->down.w->ne[3];
-            if (level < 4) level++;
+            if (++level >= 4) { /* the config arrays hold 4 levels, as every SD UNet has */
+                ld->s = sdc_fail(SDC_ERR_UNSUPPORTED,
+                                 "unet: '%s%s' is a 4th downsample (at most 4 levels supported)",
+                                 ld->prefix, b);
+                return;
+            }
             m->n_down++;
             res_in_level = 0;
         } else {
@@ -373,7 +378,7 @@ static void load_inputs(loader *ld, int *skip, int *n_skip) {
                 snprintf(b, sizeof b, "%s.1", base);
                 u->attn = load_spatial(ld, b, ch);
             }
-            if (level < 4 && res_in_level == 0) {
+            if (res_in_level == 0) {
                 c->channel_mult[level] = (int)(ch / c->model_channels);
                 c->transformer_depth[level] = u->attn ? u->attn->depth : 0;
             }

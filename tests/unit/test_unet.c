@@ -2,7 +2,9 @@
  * tiny random SD1-, SD2- and SDXL-like UNets in the LDM key layout, float64 references for
  * plain math and for sd.cpp's F16 numerics), the structure detected from the weights, the
  * full-size SD1 layout when /work/sd1 has the checkpoint, and bad input.
- * SDC_UNET_BENCH=WxH[xB] times one full-size forward instead (not part of the test). */
+ * SDC_UNET_BENCH=WxH[xB] times full-size forwards instead (not part of the test; also
+ * SDC_UNET_RUNS, SDC_UNET_THREADS, SDC_UNET_PROFILE (per-op times), SDC_UNET_EXACT (plain
+ * math), SDC_UNET_COMPARE (sd.cpp numerics vs plain math on the real weights)). */
 #include <sys/resource.h>
 #include <time.h>
 
@@ -481,7 +483,8 @@ static int bench(const char *spec) {
     }
     sdc_backend *be = sdc_backend_cpu_create(threads);
     sdc_unet *m = NULL;
-    if (sdc_unet_load(&ws, PREFIX, &m) != SDC_OK) {
+    sdc_unet_options bopt = {.exact = getenv("SDC_UNET_EXACT") != NULL};
+    if (sdc_unet_load_ex(&ws, PREFIX, &bopt, &m) != SDC_OK) {
         printf("bench: %s\n", sdc_last_error());
         return 1;
     }
@@ -519,15 +522,21 @@ static int bench(const char *spec) {
     int runs = runs_env ? atoi(runs_env) : 2;
     for (int rep = 0; rep < runs; rep++) { /* the first run pages the weights in */
         prof p = {0};
+        struct rusage r0, ru;
+        getrusage(RUSAGE_SELF, &r0);
         double t0 = now_s();
         sdc_status s = sdc_unet_forward(m, be, x, B, w, h, t, ctx, 77, NULL, out,
                                         profile ? prof_cb : NULL, &p);
         double dt = now_s() - t0;
-        struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        printf("bench %dx%d B=%d threads %d run %d: %.2f s, peak RSS %.0f MiB, scratch %.0f MiB "
-               "(%s)\n",
-               w, h, B, threads, rep, dt, ru.ru_maxrss / 1024.0,
+        /* CPU seconds over the thread count: the wall time on an idle machine, roughly */
+        double cpu = (double)(ru.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                     1e-6 * (double)(ru.ru_utime.tv_usec - r0.ru_utime.tv_usec) +
+                     (double)(ru.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                     1e-6 * (double)(ru.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+        printf("bench %dx%d B=%d threads %d run %d: %.2f s (cpu %.2f s = %.2f s x %d), peak RSS "
+               "%.0f MiB, scratch %.0f MiB (%s)\n",
+               w, h, B, threads, rep, dt, cpu, cpu / threads, threads, ru.ru_maxrss / 1024.0,
                sdc_backend_cpu_last_plan(be).scratch_bytes / 1048576.0,
                s == SDC_OK ? "ok" : sdc_last_error());
         if (profile && rep == runs - 1)
