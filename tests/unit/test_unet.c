@@ -15,7 +15,7 @@
 #include "test_util.h"
 
 #define PREFIX  "model.diffusion_model."
-#define SD1_BIG "/work/sd1/sd1_random_1001.safetensors"
+#define SD1_BIG SDC_SD1_MODEL /* CMake: ../sd1/sd1_random_1001.safetensors */
 
 /* Tolerances (max abs error over max |ref|), 3-5x the largest error measured with
  * SDC_CPU_ISA = scalar and avx2. exact (f32 math vs float64): 1.05e-6. sdcpp (F16
