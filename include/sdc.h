@@ -140,10 +140,10 @@ typedef struct sdc_context_params {
      * ignored with a warning (docs/devices.md) */
     bool auto_fit;
     /* CLIP families (SD1/SD2/SDXL) */
-    const char *clip_tokenizer_path; /* --clip-tokenizer: vocab.json, merges.txt, tokenizer.json
-                                      * or bpe_simple_vocab_16e6.txt.gz; NULL = found */
-    bool taesd_preview_only;         /* --taesd-preview-only: TAESD for previews, VAE decodes */
-    const char *vae_tile_size;       /* --vae-tile-size "X" or "XxY" latent cells, NULL = 32 */
+    const char *clip_tokenizer_path;    /* --clip-tokenizer: vocab.json, merges.txt, tokenizer.json
+                                         * or bpe_simple_vocab_16e6.txt.gz; NULL = found */
+    bool taesd_preview_only;            /* --taesd-preview-only: TAESD for previews, VAE decodes */
+    const char *vae_tile_size;          /* --vae-tile-size "X" or "XxY" latent cells, NULL = 32 */
     const char *vae_relative_tile_size; /* --vae-relative-tile-size "0.5x0.5", NULL = none */
     float vae_tile_overlap;             /* --vae-tile-overlap, NAN = 0.5 */
     const char *lora_apply_mode; /* --lora-apply-mode auto|immediately|at_runtime, NULL = auto */
@@ -204,12 +204,12 @@ typedef struct sdc_generate_params {
     /* hires fix (--hires, sd-cli's): a first pass at width x height, an upscale, then a
      * second img2img-like pass at the hires size; the images come out at the hires size.
      * Every image's RNGs are re-seeded with its seed for the second pass, as sd.cpp does. */
-    bool hires;                 /* --hires */
-    const char *hires_upscaler; /* --hires-upscaler: "Latent" (bilinear; NULL = it), "Latent
-                                 * (nearest)", "Latent (nearest-exact)", "Latent (antialiased)",
-                                 * "Latent (bicubic)", "Latent (bicubic antialiased)", "Lanczos",
-                                 * "Nearest" (pixels), "None" (off), or a model name (ESRGAN) in
-                                 * hires_upscalers_dir, without extension */
+    bool hires;                      /* --hires */
+    const char *hires_upscaler;      /* --hires-upscaler: "Latent" (bilinear; NULL = it), "Latent
+                                      * (nearest)", "Latent (nearest-exact)", "Latent (antialiased)",
+                                      * "Latent (bicubic)", "Latent (bicubic antialiased)", "Lanczos",
+                                      * "Nearest" (pixels), "None" (off), or a model name (ESRGAN) in
+                                      * hires_upscalers_dir, without extension */
     const char *hires_upscalers_dir; /* --hires-upscalers-dir */
     float hires_scale;               /* --hires-scale (2) when no hires width/height is set */
     int hires_width, hires_height;   /* --hires-width/-height (0: from the other, or scale) */

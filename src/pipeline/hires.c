@@ -197,13 +197,14 @@ static sdc_status check_fields(const sdc_generate_params *p) {
                         p->n_hires_sigmas);
     for (int i = 0; i < p->n_hires_sigmas; i++)
         if (!(p->hires_sigmas[i] >= 0.0f && p->hires_sigmas[i] < INFINITY))
-            return sdc_fail(SDC_ERR_INVALID_ARG, "hires sigma %d is %g: must be finite and >= 0",
-                            i, (double)p->hires_sigmas[i]);
+            return sdc_fail(SDC_ERR_INVALID_ARG, "hires sigma %d is %g: must be finite and >= 0", i,
+                            (double)p->hires_sigmas[i]);
     if (p->hires_upscale_tile_size < 1)
         return sdc_fail(SDC_ERR_INVALID_ARG, "hires upscale tile size must be positive (got %d)",
                         p->hires_upscale_tile_size);
     if (p->mask_image)
-        return sdc_fail(SDC_ERR_UNSUPPORTED, "hires fix with an inpainting mask is not supported yet");
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "hires fix with an inpainting mask is not supported yet");
     return SDC_OK;
 }
 
@@ -233,8 +234,9 @@ static sdc_status find_model(const char *name, const char *dir, char *path, size
         snprintf(path, cap, "%s/%s%s", dir, name, ext[i]);
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return SDC_OK;
     }
-    return sdc_fail(SDC_ERR_IO, "cannot find hires upscaler '%s' in %s (tried .gguf, "
-                                ".safetensors, .pt, .ckpt)",
+    return sdc_fail(SDC_ERR_IO,
+                    "cannot find hires upscaler '%s' in %s (tried .gguf, "
+                    ".safetensors, .pt, .ckpt)",
                     name, dir);
 }
 
@@ -342,8 +344,8 @@ static sdc_status upscale_pixels(sdc_context *ctx, const sdc_hires_plan *plan,
         if (!buf || !up.data) s = sdc_fail(SDC_ERR_NO_MEMORY, "hires: out of memory");
         for (size_t i = 0; s == SDC_OK && i < n0; i++)
             for (int c = 0; c < 3; c++) buf[c * n0 + i] = img.data[i * 3 + c] / 255.0f;
-        sdc_resize_filter f = plan->kind == SDC_HIRES_LANCZOS ? SDC_RESIZE_LANCZOS
-                                                              : SDC_RESIZE_NEAREST;
+        sdc_resize_filter f =
+            plan->kind == SDC_HIRES_LANCZOS ? SDC_RESIZE_LANCZOS : SDC_RESIZE_NEAREST;
         if (s == SDC_OK && !sdc_resize_planes(buf, (int)img.width, (int)img.height, 3, buf + 3 * n0,
                                               plan->width, plan->height, f, false))
             s = sdc_fail(SDC_ERR_NO_MEMORY, "hires: out of memory");
@@ -372,8 +374,7 @@ static sdc_status upscale_pixels(sdc_context *ctx, const sdc_hires_plan *plan,
 }
 
 static sdc_status upscale(sdc_context *ctx, const sdc_hires_plan *plan, const sdc_hires_job *job,
-                          const float *x, const sdc_latent_shape *hs, sdc_rng *rng,
-                          float *latent) {
+                          const float *x, const sdc_latent_shape *hs, sdc_rng *rng, float *latent) {
     static const sdc_resize_filter filt[] = {
         [SDC_HIRES_LATENT] = SDC_RESIZE_BILINEAR,
         [SDC_HIRES_LATENT_NEAREST] = SDC_RESIZE_NEAREST,
@@ -393,9 +394,8 @@ static sdc_status upscale(sdc_context *ctx, const sdc_hires_plan *plan, const sd
     return SDC_OK;
 }
 
-sdc_status sdc_hires_run(sdc_context *ctx, const sdc_generate_params *p,
-                         const sdc_hires_plan *plan, const sdc_hires_job *job, const float *x,
-                         float **out) {
+sdc_status sdc_hires_run(sdc_context *ctx, const sdc_generate_params *p, const sdc_hires_plan *plan,
+                         const sdc_hires_job *job, const float *x, float **out) {
     *out = NULL;
     double t0 = sdc_now_seconds();
     sdc_latent_shape hs;
@@ -403,7 +403,8 @@ sdc_status sdc_hires_run(sdc_context *ctx, const sdc_generate_params *p,
     size_t bytes = sizeof(float) * (size_t)hs.n;
     float *init = malloc(bytes), *noise = malloc(bytes), *hx = malloc(bytes);
     sdc_rng *rng = NULL, *srng = NULL;
-    sdc_status s = init && noise && hx ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "hires: out of memory");
+    sdc_status s =
+        init && noise && hx ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "hires: out of memory");
     if (s == SDC_OK) s = sdc_rng_create(job->rng_type, job->seed, &rng);
     if (s == SDC_OK && job->sampler_rng_type != job->rng_type)
         s = sdc_rng_create(job->sampler_rng_type, job->seed, &srng);

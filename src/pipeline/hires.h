@@ -77,13 +77,12 @@ typedef struct sdc_hires_job {
     float cfg_scale, eta;
     sdc_sample_method method;
     sdc_rng_type rng_type, sampler_rng_type;
-    uint64_t seed; /* this image's seed: both RNGs are re-seeded with it, as sd.cpp does */
+    uint64_t seed;          /* this image's seed: both RNGs are re-seeded with it, as sd.cpp does */
     sdc_latent_shape shape; /* the first pass's latent */
 } sdc_hires_job;
 
 /* x: the first pass's final latent. *out: the second pass's (malloc'd, the plan's size). */
-sdc_status sdc_hires_run(sdc_context *ctx, const sdc_generate_params *p,
-                         const sdc_hires_plan *plan, const sdc_hires_job *job, const float *x,
-                         float **out);
+sdc_status sdc_hires_run(sdc_context *ctx, const sdc_generate_params *p, const sdc_hires_plan *plan,
+                         const sdc_hires_job *job, const float *x, float **out);
 
 #endif
