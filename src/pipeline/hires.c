@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "core/clock.h"
@@ -58,7 +59,7 @@ static double filter_weight(sdc_resize_filter f, double x) {
     /* Lanczos-3 */
     if (x >= 3.0) return 0.0;
     if (x < 1e-12) return 1.0;
-    double px = M_PI * x;
+    double px = 3.14159265358979323846 * x;
     return sin(px) / px * (sin(px / 3.0) / (px / 3.0));
 }
 
