@@ -5,7 +5,7 @@
  * - end to end on the golden MiniT2I: a "Nearest" hires run equals an img2img run of the
  *   2x pixel-doubled first-pass image with the same sigmas (same seed, same noise draws),
  *   the second pass runs t_enc + 1 steps, batch item i is the seed + i run, bad values fail;
- * - one SD1 run 128 -> 256 when SDC_SD1_MODEL exists (size, not flat). */
+ * - SD1 runs 128 -> 256 (Latent, Lanczos) when SDC_SD1_MODEL exists (size, not flat). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,16 +313,21 @@ static void test_sd1(void) {
     p.seed = 42;
     p.hires = true;
     p.hires_steps = 1;
-    sdc_image *img = gen(ctx, &p, NULL);
-    long lo = 255, hi = 0;
-    for (size_t i = 0; img && i < (size_t)img->width * img->height * 3; i++) {
-        if (img->data[i] < lo) lo = img->data[i];
-        if (img->data[i] > hi) hi = img->data[i];
+    /* the latent path, and the pixel path (decode, Lanczos, VAE re-encode) */
+    static const char *const ups[] = {"Latent", "Lanczos"};
+    for (int u = 0; u < 2; u++) {
+        p.hires_upscaler = ups[u];
+        sdc_image *img = gen(ctx, &p, NULL);
+        long lo = 255, hi = 0;
+        for (size_t i = 0; img && i < (size_t)img->width * img->height * 3; i++) {
+            if (img->data[i] < lo) lo = img->data[i];
+            if (img->data[i] > hi) hi = img->data[i];
+        }
+        printf("SD1 hires %s 128 -> 256: %ux%u, pixel range %ld..%ld\n", ups[u],
+               img ? img->width : 0, img ? img->height : 0, lo, hi);
+        CHECK(img && img->width == 256 && img->height == 256 && hi > lo, "SD1 hires %s", ups[u]);
+        sdc_free_images(img, 1);
     }
-    printf("SD1 hires 128 -> 256: %ux%u, pixel range %ld..%ld\n", img ? img->width : 0,
-           img ? img->height : 0, lo, hi);
-    CHECK(img && img->width == 256 && img->height == 256 && hi > lo, "SD1 hires result");
-    sdc_free_images(img, 1);
     sdc_context_free(ctx);
 }
 
