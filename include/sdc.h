@@ -140,10 +140,10 @@ typedef struct sdc_context_params {
      * ignored with a warning (docs/devices.md) */
     bool auto_fit;
     /* CLIP families (SD1/SD2/SDXL) */
-    const char *clip_tokenizer_path; /* --clip-tokenizer: vocab.json, merges.txt, tokenizer.json
-                                      * or bpe_simple_vocab_16e6.txt.gz; NULL = found */
-    bool taesd_preview_only;         /* --taesd-preview-only: TAESD for previews, VAE decodes */
-    const char *vae_tile_size;       /* --vae-tile-size "X" or "XxY" latent cells, NULL = 32 */
+    const char *clip_tokenizer_path;    /* --clip-tokenizer: vocab.json, merges.txt, tokenizer.json
+                                         * or bpe_simple_vocab_16e6.txt.gz; NULL = found */
+    bool taesd_preview_only;            /* --taesd-preview-only: TAESD for previews, VAE decodes */
+    const char *vae_tile_size;          /* --vae-tile-size "X" or "XxY" latent cells, NULL = 32 */
     const char *vae_relative_tile_size; /* --vae-relative-tile-size "0.5x0.5", NULL = none */
     float vae_tile_overlap;             /* --vae-tile-overlap, NAN = 0.5 */
     const char *lora_apply_mode; /* --lora-apply-mode auto|immediately|at_runtime, NULL = auto */
@@ -201,6 +201,23 @@ typedef struct sdc_generate_params {
     int clip_skip;        /* --clip-skip, <= 0: the family's default */
     float guidance;       /* --guidance for guidance-distilled models, NAN = default */
     float img_cfg_scale;  /* --img-cfg-scale, NAN = cfg_scale */
+    /* hires fix (--hires, sd-cli's): a first pass at width x height, an upscale, then a
+     * second img2img-like pass at the hires size; the images come out at the hires size.
+     * Every image's RNGs are re-seeded with its seed for the second pass, as sd.cpp does. */
+    bool hires;                      /* --hires */
+    const char *hires_upscaler;      /* --hires-upscaler: "Latent" (bilinear; NULL = it), "Latent
+                                      * (nearest)", "Latent (nearest-exact)", "Latent (antialiased)",
+                                      * "Latent (bicubic)", "Latent (bicubic antialiased)", "Lanczos",
+                                      * "Nearest" (pixels), "None" (off), or a model name (ESRGAN) in
+                                      * hires_upscalers_dir, without extension */
+    const char *hires_upscalers_dir; /* --hires-upscalers-dir */
+    float hires_scale;               /* --hires-scale (2) when no hires width/height is set */
+    int hires_width, hires_height;   /* --hires-width/-height (0: from the other, or scale) */
+    int hires_steps;                 /* --hires-steps: the second pass's steps (0: steps) */
+    float hires_denoising_strength;  /* --hires-denoising-strength, (0, 1] (0.7) */
+    int hires_upscale_tile_size;     /* --hires-upscale-tile-size for model upscalers (128) */
+    const float *hires_sigmas;       /* --hires-sigmas: the second pass's sigmas as given */
+    int n_hires_sigmas;
 } sdc_generate_params;
 
 SDC_API void sdc_generate_params_init(sdc_generate_params *p);

@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "pipeline/hires.h"
 #include "pipeline/stages.h"
 #include "sampling/defaults.h"
 #include "sampling/denoiser.h"
@@ -31,6 +32,9 @@ void sdc_generate_params_init(sdc_generate_params *p) {
     p->strength = 0.75f;
     p->guidance = NAN;
     p->img_cfg_scale = NAN;
+    p->hires_scale = 2.0f;
+    p->hires_denoising_strength = 0.7f;
+    p->hires_upscale_tile_size = 128;
 }
 
 void sdc_free_images(sdc_image *images, int count) {
@@ -127,10 +131,8 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
     return SDC_OK;
 }
 
-/* The denoiser and schedule of this request; *sigmas is malloc'd. */
-static sdc_status make_schedule(sdc_context *ctx, const sdc_generate_params *p,
-                                sdc_sample_method method, sdc_denoiser *den, float **sigmas,
-                                int *n_sigmas) {
+/* The denoiser of this request. */
+static sdc_status make_denoiser(sdc_context *ctx, sdc_denoiser *den) {
     const sdc_diffusion *dm = &ctx->m.diffusion;
     sdc_status s = sdc_denoiser_init(den, dm->prediction);
     if (s == SDC_OK && dm->alphas_cumprod)
@@ -142,35 +144,62 @@ static sdc_status make_schedule(sdc_context *ctx, const sdc_generate_params *p,
         else
             s = sdc_denoiser_set_flow_shift(den, ctx->flow_shift);
     }
-    if (s != SDC_OK) return s;
-    int n = p->n_sigmas > 0 ? p->n_sigmas : p->steps + 1;
+    return s;
+}
+
+/* The scheduler's sigmas for `steps` steps (steps + 1 values, malloc'd). */
+typedef struct schedule_req {
+    sdc_context *ctx;
+    const sdc_generate_params *p;
+    sdc_sample_method method;
+    const sdc_denoiser *den;
+} schedule_req;
+
+static sdc_status full_schedule(void *user, int steps, float **sigmas, int *n_sigmas) {
+    const schedule_req *r = user;
+    const sdc_diffusion *dm = &r->ctx->m.diffusion;
+    int n = steps + 1;
     float *sg = malloc((size_t)n * sizeof(float));
     if (!sg) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
-    if (p->n_sigmas > 0) {
-        memcpy(sg, p->sigmas, (size_t)n * sizeof(float));
-    } else if (dm->fixed_sigmas) {
-        if (p->scheduler && *p->scheduler)
+    sdc_status s = SDC_OK;
+    if (dm->fixed_sigmas) {
+        if (r->p->scheduler && *r->p->scheduler)
             SDC_LOGW("--scheduler does not apply to %s: its schedule is fixed",
-                     sdc_model_family_name(ctx->family));
-        dm->fixed_sigmas(p->steps, sg);
+                     sdc_model_family_name(r->ctx->family));
+        dm->fixed_sigmas(steps, sg);
     } else {
         sdc_schedule_params sch;
         sdc_schedule_params_init(&sch);
-        sch.steps = p->steps;
-        sch.scheduler = sdc_default_scheduler(ctx->family, dm->prediction, method);
-        sch.ays = sdc_family_ays_table(ctx->family);
-        if (p->scheduler && *p->scheduler &&
-            (s = sdc_scheduler_from_name(p->scheduler, &sch.scheduler)) != SDC_OK) {
-            free(sg);
-            return s;
-        }
-        if ((s = sdc_schedule_sigmas(den, &sch, sg, &n)) != SDC_OK) {
-            free(sg);
-            return s;
-        }
+        sch.steps = steps;
+        sch.scheduler = sdc_default_scheduler(r->ctx->family, dm->prediction, r->method);
+        sch.ays = sdc_family_ays_table(r->ctx->family);
+        if (r->p->scheduler && *r->p->scheduler)
+            s = sdc_scheduler_from_name(r->p->scheduler, &sch.scheduler);
+        if (s == SDC_OK) s = sdc_schedule_sigmas(r->den, &sch, sg, &n);
     }
-    if (p->init_image) n = sdc_sigmas_apply_strength(sg, n, p->strength);
+    if (s != SDC_OK) {
+        free(sg);
+        return s;
+    }
     *sigmas = sg;
+    *n_sigmas = n;
+    return SDC_OK;
+}
+
+/* The first pass's schedule; *sigmas is malloc'd. */
+static sdc_status make_schedule(const schedule_req *r, float **sigmas, int *n_sigmas) {
+    const sdc_generate_params *p = r->p;
+    int n = p->n_sigmas;
+    if (n > 0) {
+        float *sg = malloc((size_t)n * sizeof(float));
+        if (!sg) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
+        memcpy(sg, p->sigmas, (size_t)n * sizeof(float));
+        *sigmas = sg;
+    } else {
+        sdc_status s = full_schedule((void *)r, p->steps, sigmas, &n);
+        if (s != SDC_OK) return s;
+    }
+    if (p->init_image) n = sdc_sigmas_apply_strength(*sigmas, n, p->strength);
     *n_sigmas = n;
     return SDC_OK;
 }
@@ -185,6 +214,7 @@ typedef struct gen_state {
     float *x, *noise, *init, *keep; /* shape.n each (keep: one plane) */
     sdc_rng_type rng_type, sampler_rng_type;
     sdc_sample_method method;
+    sdc_hires_plan *hires; /* NULL: no hires fix */
 } gen_state;
 
 static void gen_state_free(gen_state *g) {
@@ -195,6 +225,7 @@ static void gen_state_free(gen_state *g) {
     free(g->noise);
     free(g->init);
     free(g->keep);
+    sdc_hires_plan_free(g->hires);
 }
 
 /* img2img: the init image's latent. A VAE posterior is sampled with the base seed's
@@ -229,7 +260,10 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
     if (p->sampling_method && *p->sampling_method &&
         (s = sdc_sample_method_from_name(p->sampling_method, &g->method)) != SDC_OK)
         return s;
-    if ((s = make_schedule(ctx, p, g->method, &g->den, &g->sigmas, &g->n_sigmas)) != SDC_OK)
+    schedule_req req = {ctx, p, g->method, &g->den};
+    if ((s = make_denoiser(ctx, &g->den)) != SDC_OK ||
+        (s = make_schedule(&req, &g->sigmas, &g->n_sigmas)) != SDC_OK ||
+        (s = sdc_hires_plan_create(ctx, p, full_schedule, &req, &g->hires)) != SDC_OK)
         return s;
     sdc_stage_latent_shape(ctx, p->width, p->height, &g->shape);
     size_t bytes = (size_t)g->shape.n * sizeof(float);
@@ -273,11 +307,28 @@ static sdc_status generate_one(sdc_context *ctx, const sdc_generate_params *p, g
                               .noise = g->noise};
         s = sdc_stage_sample(ctx, p, &job, g->x);
     }
+    float *hx = NULL; /* the hires pass's latent */
+    if (s == SDC_OK && g->hires) {
+        sdc_hires_job hj = {.den = &g->den,
+                            .cond = &g->cond,
+                            .uncond = p->cfg_scale != 1.0f ? &g->uncond : NULL,
+                            .cfg_scale = p->cfg_scale,
+                            .eta = p->eta,
+                            .method = g->method,
+                            .rng_type = g->rng_type,
+                            .sampler_rng_type = g->sampler_rng_type,
+                            .seed = seed,
+                            .shape = g->shape};
+        s = sdc_hires_run(ctx, p, g->hires, &hj, g->x, &hx);
+    }
     if (s == SDC_OK) {
         double t0 = sdc_now_seconds();
-        s = sdc_stage_decode(ctx, g->x, p->width, p->height, out);
+        s = hx ? sdc_stage_decode(ctx, hx, sdc_hires_plan_width(g->hires),
+                                  sdc_hires_plan_height(g->hires), out)
+               : sdc_stage_decode(ctx, g->x, p->width, p->height, out);
         if (s == SDC_OK) SDC_LOGI("decoded in %.2fs", sdc_now_seconds() - t0);
     }
+    free(hx);
     out->seed = (int64_t)seed;
     sdc_rng_free(rng);
     sdc_rng_free(srng);

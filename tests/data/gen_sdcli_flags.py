@@ -70,7 +70,7 @@ STATUS = r"""
 --motion-module | error | cli | path | @T5 | - | - | both | - | PATH | AnimateDiff motion modules are not supported yet
 --embd-dir | lib | library | dir | @DIR | ctx.embeddings_dir | - | both | - | DIR | folder of textual-inversion embeddings
 --lora-model-dir | lib | library | dir | @DIR | ctx.lora_model_dir | - | both | - | DIR | folder of LoRAs named by <lora:name:weight> in the prompt
---hires-upscalers-dir | warning | cli | dir | @DIR | - | - | both | - | DIR | hires fix is not supported yet; ignored
+--hires-upscalers-dir | works | cli | dir | @DIR | gen.hires_upscalers_dir | - | both | - | DIR | folder of hires upscaler models (ESRGAN), named by --hires-upscaler without extension
 --tensor-type-rules | works | cli | list | ^t5=f16 | ctx.tensor_type_rules | JOIN | both | - | RULES | weight type per tensor-name pattern, e.g. "^vae\.=f16,model\.=q8_0" (repeats are joined with ',')
 --model-args | error | cli | list | chroma_use_dit_mask=false | - | JOIN | both | - | LIST | model arguments (Chroma, Qwen-Image) are not supported yet
 --photo-maker | error | cli | path | @T5 | - | - | both | - | PATH | PhotoMaker is not supported yet
@@ -116,7 +116,7 @@ STATUS = r"""
 --pm-id-images-dir | error | cli | dir | @DIR | - | - | both | - | DIR | PhotoMaker is not supported yet
 --pm-id-embed-path | error | cli | path | @T5 | - | - | both | - | PATH | PhotoMaker is not supported yet
 --pulid-id-embedding | error | cli | path | @T5 | - | - | both | - | PATH | PuLID is not supported yet
---hires-upscaler | warning | cli | string | Latent | - | - | both | - | NAME | applies to hires fix (--hires), which is not supported yet; ignored
+--hires-upscaler | works | cli | string | Latent | gen.hires_upscaler | - | both | - | NAME | hires upscaler: Latent, Latent (nearest), Latent (nearest-exact), Latent (antialiased), Latent (bicubic), Latent (bicubic antialiased), Lanczos, Nearest, None, or a model name in --hires-upscalers-dir (default: Latent)
 --extra-sample-args | error | cli | list | eta_noise=1 | - | JOIN | both | - | LIST | extra sampler/scheduler arguments are not supported yet
 --extra-tiling-args | warning | cli | list | temporal_tile_frames=4 | - | JOIN | both | - | LIST | VAE tiling arguments are not supported yet; ignored
 --ref-image-args | warning | cli | list | resize_before_vae=0 | - | JOIN | both | - | LIST | applies to reference images (-r), which are not supported yet; ignored
@@ -132,10 +132,10 @@ STATUS = r"""
 --timestep-shift | error | cli | int | 250 | - | - | both | 0 | N | timestep shifts (NitroFusion) are not supported yet
 --upscale-repeats | works | cli | int | 2 | upscale_repeats | - | cli | 1 | N | times the ESRGAN upscaler runs on each image (default: 1; 0: not at all)
 --upscale-tile-size | works | cli | int | 256 | upscale_tile_size | - | cli | 128 | N | tile size of ESRGAN upscaling in input pixels; <= 0: the whole image at once (default: 128)
---hires-width | warning | cli | int | 1024 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
---hires-height | warning | cli | int | 1024 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
---hires-steps | warning | cli | int | 10 | - | - | both | 0 | N | applies to hires fix (--hires), which is not supported yet; ignored
---hires-upscale-tile-size | warning | cli | int | 256 | - | - | both | 128 | N | applies to hires fix (--hires), which is not supported yet; ignored
+--hires-width | works | cli | int | 1024 | gen.hires_width | - | both | 0 | N | hires fix target width, 0 to use --hires-scale (default: 0)
+--hires-height | works | cli | int | 1024 | gen.hires_height | - | both | 0 | N | hires fix target height, 0 to use --hires-scale (default: 0)
+--hires-steps | works | cli | int | 10 | gen.hires_steps | - | both | 0 | N | second-pass steps of the hires fix, 0 to use --steps (default: 0)
+--hires-upscale-tile-size | works | cli | int | 256 | gen.hires_upscale_tile_size | - | both | 128 | N | tile size of a hires model upscaler (default: 128)
 --cfg-scale | works | cli | float | 6 | gen.cfg_scale | - | both | - | X | classifier-free guidance scale (default: 7.0)
 --img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpaint/edit models (default: --cfg-scale)
 --guidance | lib | library | float | 3.5 | gen.guidance | - | cli | - | X | distilled guidance of guidance-distilled models (default: 3.5)
@@ -159,8 +159,8 @@ STATUS = r"""
 --moe-boundary | warning | cli | float | 0.875 | - | - | both | - | X | applies to Wan2.2 MoE models, which are not supported yet; ignored
 --vace-strength | warning | cli | float | 1 | - | - | both | - | X | applies to Wan VACE, which is not supported yet; ignored
 --vae-tile-overlap | lib | library | float | 0.5 | ctx.vae_tile_overlap | - | both | - | X | overlap of neighbouring VAE tiles, as a fraction of a tile (default 0.5)
---hires-scale | warning | cli | float | 2 | - | - | both | - | X | applies to hires fix (--hires), which is not supported yet; ignored
---hires-denoising-strength | warning | cli | float | 0.7 | - | - | both | - | X | applies to hires fix (--hires), which is not supported yet; ignored
+--hires-scale | works | cli | float | 2 | gen.hires_scale | - | both | - | X | hires fix scale when no target width/height is set (default: 2)
+--hires-denoising-strength | works | cli | float | 0.7 | gen.hires_denoising_strength | - | both | - | X | hires fix second-pass strength, (0, 1] (default: 0.7)
 --increase-ref-index | warning | cli | none | - | - | - | both | - | - | applies to reference images (-r), which are not supported yet; ignored
 --disable-auto-resize-ref-image | warning | cli | none | - | - | - | both | - | - | applies to reference images (-r), which are not supported yet; ignored
 --circular | error | cli | none | - | - | - | both | - | - | tileable (circular padding) output is not supported yet
@@ -169,13 +169,13 @@ STATUS = r"""
 --disable-image-metadata | works | cli | none | - | no_metadata | - | cli | - | - | do not store the generation parameters in the image
 --vae-tiling | lib | library | none | - | ctx.vae_tiling | - | both | - | - | decode with the VAE in tiles (less memory)
 --temporal-tiling | warning | cli | none | - | - | - | both | - | - | applies to video VAEs, which are not supported yet; ignored
---hires | error | cli | none | - | - | - | both | - | - | hires fix is not supported yet
+--hires | works | cli | none | - | gen.hires | - | both | - | - | hires fix: generate at -W x -H, upscale, then refine at the hires size (docs/cli.md)
 --seed | works | cli | seed | 7 | gen.seed | - | both | - | N | RNG seed; < 0 picks a random one (default: 42)
 --sampling-method | works | cli | name | euler | gen.sampling_method | SAMPLER | both | - | NAME | SAMPLERS (default: the model's)
 --high-noise-sampling-method | warning | cli | name | euler | - | SAMPLER | both | - | NAME | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --scheduler | works | cli | name | discrete | gen.scheduler | SCHEDULER | both | - | NAME | SCHEDULERS; normal = discrete (default: the model's)
 --sigmas | works | cli | list | 1,0.5,0 | - | SIGMAS | cli | - | LIST | custom noise schedule, comma-separated, e.g. "1,0.5,0" (sets the steps)
---hires-sigmas | warning | cli | list | 0.8,0.4,0 | - | SIGMAS | both | - | LIST | applies to hires fix (--hires), which is not supported yet; ignored
+--hires-sigmas | works | cli | list | 0.8,0.4,0 | - | SIGMAS | both | - | LIST | custom sigmas of the hires fix's second pass, comma-separated
 --skip-layers | warning | cli | list | [7,8,9] | - | SKIP_LAYERS | both | - | LIST | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
 --high-noise-skip-layers | warning | cli | list | [7,8,9] | - | SKIP_LAYERS | both | - | LIST | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --ref-image | error | cli | path | @PNG | - | REPEAT | both | - | PATH | reference images (Flux Kontext, ...) are not supported yet

@@ -306,6 +306,12 @@ static bool apply(sdc_cli_args *a, int k, const char *opt, const char *v) {
             a->gen.n_sigmas = a->n_sigmas;
             return true;
         }
+        if (!strcmp(o->long_name, "--hires-sigmas")) {
+            if (!parse_sigmas(a, opt, v, &a->hires_sigmas, &a->n_hires_sigmas)) return false;
+            a->gen.hires_sigmas = a->hires_sigmas;
+            a->gen.n_hires_sigmas = a->n_hires_sigmas;
+            return true;
+        }
         return parse_sigmas(a, opt, v, NULL, NULL);
     case O_SKIP_LAYERS:
         return parse_layers(a, opt, v);
@@ -524,6 +530,7 @@ void sdc_cli_args_free(sdc_cli_args *a) {
     for (int k = 0; k < SDC_CLI_MAX_OPTS; k++) free(a->value[k]);
     for (int i = 0; i < a->n_notes; i++) free(a->notes[i]);
     free(a->sigmas);
+    free(a->hires_sigmas);
     free(a->imat_in);
     sdc_cli_program p = a->program;
     sdc_cli_args_init(a, p);

@@ -39,6 +39,8 @@ typedef struct sdc_cli_args {
     bool width_set, height_set; /* -W/-H given (else an -i image sets the size) */
     float *sigmas;              /* --sigmas (owned; also gen.sigmas) */
     int n_sigmas;
+    float *hires_sigmas; /* --hires-sigmas (owned; also gen.hires_sigmas) */
+    int n_hires_sigmas;
 
     /* the program's own */
     const char *output_path;     /* -o/--output */
