@@ -262,7 +262,9 @@ try:
         info = json.loads(r.get("info", "{}")) if st == 200 else {}
         text = (info.get("infotexts") or [""])[0]
         check("SD1 txt2img 128x128 'Euler a', clip skip 2, negative prompt = sdc CLI within 1/255",
-              d <= 1, f"max {d}, {time.time() - t0:.1f} s; infotext: {text[:160]!r}")
+              d <= 1, f"max {d}, {time.time() - t0:.1f} s")
+        check("SD1 infotext carries the clip skip and the negative prompt",
+              "Clip skip: 2" in text and "Negative prompt: blurry" in text, repr(text[:200]))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
