@@ -57,7 +57,7 @@ check "GET / (no key needed): 200 with a form" bash -c "[ $(cat "$TMP/index.code
 req models GET /v1/models
 check "GET /v1/models: 200, a model entry" bash -c "[ $(code models) = 200 ] && grep -q '\"object\":\"model\"' '$TMP/models.json'"
 req sdmodels GET /sdapi/v1/sd-models
-check "GET /sdapi/v1/sd-models: 200, title minit2i" bash -c "[ $(code sdmodels) = 200 ] && grep -q '\"title\":\"minit2i\"' '$TMP/sdmodels.json'"
+check "GET /sdapi/v1/sd-models: 200, A1111 title 'minit2i.safetensors [hash]', model_name minit2i" bash -c "[ $(code sdmodels) = 200 ] && grep -q '\"title\":\"minit2i.safetensors \[[0-9a-f]\{8\}\]\"' '$TMP/sdmodels.json' && grep -q '\"model_name\":\"minit2i\"' '$TMP/sdmodels.json'"
 req samplers GET /sdapi/v1/samplers
 check "GET /sdapi/v1/samplers: euler_a listed" bash -c "[ $(code samplers) = 200 ] && grep -q '\"name\":\"euler_a\"' '$TMP/samplers.json'"
 req schedulers GET /sdapi/v1/schedulers

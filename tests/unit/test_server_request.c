@@ -204,6 +204,174 @@ static void test_sdapi_names(void) {
     sdc_srv_request_free(&r);
 }
 
+/* Issue 11: the sampler and scheduler names A1111 clients send, mapped as sd.cpp's server
+ * (examples/server/routes_sdapi.cpp) and A1111's modules/sd_schedulers.py define them;
+ * names sdc lacks are a 400 that lists the known ones; clip skip and the checkpoint of
+ * override_settings. */
+static void test_sdapi_sd(void) {
+    static const struct {
+        const char *label, *sampler, *scheduler; /* scheduler NULL: the label names none */
+    } samplers[] = {
+        {"Euler a", "euler_a", NULL},
+        {"euler A", "euler_a", NULL},
+        {"k_euler_a", "euler_a", NULL},
+        {"Euler", "euler", NULL},
+        {"Heun", "heun", NULL},
+        {"DPM2", "dpm2", NULL},
+        {"DPM++ 2S a", "dpm++2s_a", NULL},
+        {"DPM++ 2M", "dpm++2m", NULL},
+        {"DPM++ 2M Karras", "dpm++2m", "karras"},
+        {"dpm++_2m_karras", "dpm++2m", "karras"},
+        {"DPM++ 2M SDE", "dpm++2m_sde", NULL},
+        {"DPM++ 2M SDE Karras", "dpm++2m_sde", "karras"},
+        {"DPM++ 2M SDE Exponential", "dpm++2m_sde", "exponential"},
+        {"DPM++ 2M SDE GPU", "dpm++2m_sde_bt", NULL},
+        {"LCM", "lcm", NULL},
+        {"DDIM", "ddim_trailing", NULL},
+        {"LMS", "lms", NULL},
+        {"LMS Karras", "lms", "karras"},
+        {"k_euler_cfg_pp", "euler_cfg_pp", NULL},
+        {"euler_a_cfg_pp", "euler_a_cfg_pp", NULL},
+        {"res multistep", "res_multistep", NULL},
+        {"dpm++2m", "dpm++2m", NULL}, /* sd.cpp's own names pass as they are */
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof samplers / sizeof samplers[0]; i++) {
+        const char *sched = NULL;
+        const char *got = sdc_srv_sampler_from_label(samplers[i].label, &sched);
+        bool ok = got && !strcmp(got, samplers[i].sampler) &&
+                  (samplers[i].scheduler ? sched && !strcmp(sched, samplers[i].scheduler)
+                                         : sched == NULL);
+        if (!ok) {
+            wrong++;
+            fprintf(stderr, "  sampler '%s' -> %s / %s\n", samplers[i].label, got ? got : "NULL",
+                    sched ? sched : "NULL");
+        }
+    }
+    CHECK(wrong == 0, "%d of %zu A1111 sampler labels mapped wrongly", wrong,
+          sizeof samplers / sizeof samplers[0]);
+    static const char *const no_sampler[] = {"DPM++ SDE", "UniPC",        "PLMS",    "DPM2 a",
+                                             "DPM fast",  "DPM adaptive", "Restart", ""};
+    wrong = 0;
+    for (size_t i = 0; i < sizeof no_sampler / sizeof no_sampler[0]; i++)
+        if (sdc_srv_sampler_from_label(no_sampler[i], NULL)) wrong++;
+    CHECK(wrong == 0, "%d samplers sdc lacks were mapped to another", wrong);
+    static const struct {
+        const char *label, *name;
+    } scheds[] = {
+        {"Automatic", ""},
+        {"Uniform", "discrete"},
+        {"Normal", "discrete"},
+        {"normal", "discrete"},
+        {"Karras", "karras"},
+        {"Exponential", "exponential"},
+        {"SGM Uniform", "sgm_uniform"},
+        {"sgm_uniform", "sgm_uniform"},
+        {"Simple", "simple"},
+        {"DDIM", "simple"},
+        {"Beta", "beta"},
+        {"KL Optimal", "kl_optimal"},
+        {"Align Your Steps", "ays"},
+        {"Align Your Steps GITS", "gits"},
+        {"lcm", "lcm"},
+    };
+    wrong = 0;
+    for (size_t i = 0; i < sizeof scheds / sizeof scheds[0]; i++) {
+        const char *got = sdc_srv_scheduler_from_label(scheds[i].label);
+        if (!got || strcmp(got, scheds[i].name)) {
+            wrong++;
+            fprintf(stderr, "  scheduler '%s' -> %s\n", scheds[i].label, got ? got : "NULL");
+        }
+    }
+    CHECK(wrong == 0, "%d of %zu A1111 scheduler labels mapped wrongly", wrong,
+          sizeof scheds / sizeof scheds[0]);
+    CHECK(!sdc_srv_scheduler_from_label("Turbo") &&
+              !sdc_srv_scheduler_from_label("Polyexponential"),
+          "schedulers sdc lacks are unknown");
+    /* every listed label maps to a name the library knows */
+    const char *label, *name, *sched;
+    size_t n_labels = 0;
+    wrong = 0;
+    for (; sdc_srv_sampler_label(n_labels, &label, &name, &sched); n_labels++) {
+        const char *s2 = NULL, *got = sdc_srv_sampler_from_label(label, &s2);
+        if (!got || strcmp(got, name)) wrong++;
+    }
+    for (size_t k = 0; sdc_srv_scheduler_label(k, &label, &name); k++, n_labels++) {
+        const char *got = sdc_srv_scheduler_from_label(label);
+        if (!got || strcmp(got, name)) wrong++;
+    }
+    CHECK(wrong == 0, "%d of %zu listed labels do not map to their entry", wrong, n_labels);
+
+    /* unknown names: 400 naming the value and listing the known names */
+    sdc_srv_request r;
+    char err[1024];
+    const char *body = "{\"prompt\":\"p\",\"sampler_name\":\"UniPC\"}";
+    int rc = sdc_srv_parse_json(SDC_SRV_API_SDAPI_TXT2IMG, body, strlen(body), &g_d, &r, err,
+                                sizeof err);
+    CHECK(rc == 400 && strstr(err, "'UniPC'") && strstr(err, "euler_a") && strstr(err, "lms"),
+          "unknown sampler: 400 with the known list (%d: %s)", rc, err);
+    sdc_srv_request_free(&r);
+    body = "{\"prompt\":\"p\",\"scheduler\":\"Turbo\"}";
+    rc = sdc_srv_parse_json(SDC_SRV_API_SDAPI_TXT2IMG, body, strlen(body), &g_d, &r, err,
+                            sizeof err);
+    CHECK(rc == 400 && strstr(err, "'Turbo'") && strstr(err, "karras") &&
+              strstr(err, "sgm_uniform"),
+          "unknown scheduler: 400 with the known list (%d: %s)", rc, err);
+    sdc_srv_request_free(&r);
+    body = "{\"prompt\":\"p\",\"sample_params\":{\"sample_method\":\"Euler a\"}}";
+    rc = sdc_srv_parse_json(SDC_SRV_API_SDCPP, body, strlen(body), &g_d, &r, err, sizeof err);
+    CHECK(rc == 400 && strstr(err, "euler_a"), "sdcpp takes sd.cpp names only (%d: %s)", rc, err);
+    sdc_srv_request_free(&r);
+
+    /* "Scheduler" field wins over the label's; "Automatic" keeps the label's */
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG,
+               "{\"prompt\":\"p\",\"sampler_name\":\"DPM++ 2M Karras\",\"scheduler\":\"SGM "
+               "Uniform\"}",
+               &r, err);
+    CHECK(rc == 0 && !strcmp(r.sampler, "dpm++2m") && !strcmp(r.scheduler, "sgm_uniform"),
+          "explicit scheduler beats the label's (%s %s)", r.sampler, r.scheduler);
+    sdc_srv_request_free(&r);
+
+    /* clip skip: the field, and override_settings.CLIP_stop_at_last_layers (wins) */
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG, "{\"prompt\":\"p\",\"clip_skip\":2}", &r, err);
+    CHECK(rc == 0 && r.clip_skip == 2 && r.checkpoint[0] == '\0' && r.model_slot == 0,
+          "clip_skip 2 (%d)", r.clip_skip);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_IMG2IMG,
+               "{\"prompt\":\"p\",\"clip_skip\":3,\"init_images\":[\"iVBORw0KGgo=\"]}", &r, err);
+    CHECK(rc == 400, "img2img: a broken init image is still refused (%d)", rc);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG,
+               "{\"prompt\":\"p\",\"clip_skip\":3,\"override_settings\":{\"CLIP_stop_at_last_"
+               "layers\":2,\"sd_model_checkpoint\":\"sd1.safetensors [0123abcd]\",\"sd_vae\":"
+               "\"Automatic\"},\"override_settings_restore_afterwards\":true}",
+               &r, err);
+    CHECK(rc == 0 && r.clip_skip == 2 && !strcmp(r.checkpoint, "sd1.safetensors [0123abcd]") &&
+              r.model_slot == 0,
+          "override_settings: clip skip %d, checkpoint '%s' (%s)", r.clip_skip, r.checkpoint, err);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG,
+               "{\"prompt\":\"p\",\"override_settings\":{\"sd_model_checkpoint\":5}}", &r, err);
+    CHECK(rc == 400, "override_settings: a non-string checkpoint is refused (%d)", rc);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG, "{\"prompt\":\"p\",\"override_settings\":[]}", &r, err);
+    CHECK(rc == 400, "override_settings must be an object (%d)", rc);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG, "{\"prompt\":\"p\",\"clip_skip\":99}", &r, err);
+    CHECK(rc == 400, "clip_skip out of range refused (%d)", rc);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDCPP, "{\"prompt\":\"p\",\"clip_skip\":2}", &r, err);
+    CHECK(rc == 0 && r.clip_skip == 2, "sdcpp clip_skip (%d)", r.clip_skip);
+    sdc_srv_request_free(&r);
+    /* LoRA tags stay in the prompt: the library applies them with --lora-model-dir */
+    rc = parse(SDC_SRV_API_SDAPI_TXT2IMG, "{\"prompt\":\"a cat <lora:style:0.8>\"}", &r, err);
+    CHECK(rc == 0 && !strcmp(r.prompt, "a cat <lora:style:0.8>"), "LoRA tag passes through");
+    sdc_srv_request_free(&r);
+    printf("sdapi SD names: %zu sampler and %zu scheduler labels, %zu listed labels, clip skip, "
+           "override_settings checked\n",
+           sizeof samplers / sizeof samplers[0], sizeof scheds / sizeof scheds[0], n_labels);
+}
+
 /* img2img: the init image is resized to the requested size; compare to a bilinear
  * reference in double precision (half-pixel centres, edge clamped). */
 static void test_images(void) {
@@ -469,6 +637,7 @@ int main(void) {
     test_sdcpp();
     test_openai_and_extra();
     test_sdapi_names();
+    test_sdapi_sd();
     test_images();
     test_issue15_rules();
     TEST_MAIN_END();

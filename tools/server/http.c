@@ -283,6 +283,93 @@ static unsigned run_sync(sdc_srv_http *h, struct MHD_Connection *c, sdc_srv_requ
                                                                                          : 500;
 }
 
+/* ---- checkpoints ---- */
+
+/* The model loaded now (NULL without a list). */
+static const sdc_srv_model *current_model(const sdc_srv_http *h) {
+    if (h->cfg.n_models <= 0) return NULL;
+    int m = h->cfg.switchable ? sdc_srv_jobs_current_model(h->jobs) : 0;
+    return &h->cfg.models[m >= 0 && m < h->cfg.n_models ? m : 0];
+}
+
+/* An A1111 checkpoint name: its title ("name.safetensors [hash]"), file name, name
+ * without extension, short hash, sha256 or path. Returns the index or -1. */
+static int find_checkpoint(const sdc_srv_http *h, const char *want) {
+    for (int i = 0; i < h->cfg.n_models; i++) {
+        const sdc_srv_model *m = &h->cfg.models[i];
+        const char *base = strrchr(m->path, '/');
+        base = base ? base + 1 : m->path;
+        if (!strcmp(want, m->title) || !strcmp(want, m->name) || !strcmp(want, base) ||
+            !strcmp(want, m->path) || !strcasecmp(want, m->hash) ||
+            (m->sha256[0] && !strcasecmp(want, m->sha256)))
+            return i;
+    }
+    return -1;
+}
+
+/* Resolves a requested checkpoint into req->model_slot; 0 or 400 with a message listing
+ * the titles served. */
+static unsigned resolve_checkpoint(const sdc_srv_http *h, const char *want, int *slot, char *err,
+                                   size_t err_size) {
+    *slot = 0;
+    if (!want || !*want) return 0;
+    int i = find_checkpoint(h, want);
+    if (i >= 0) {
+        const sdc_srv_model *cur = current_model(h);
+        if (!h->cfg.switchable && cur != &h->cfg.models[i]) {
+            snprintf(err, err_size,
+                     "checkpoint '%.80s' is known but this server cannot switch models "
+                     "(start it with --model-dir, without --queue)",
+                     want);
+            return 400;
+        }
+        *slot = h->cfg.switchable ? i + 1 : 0;
+        return 0;
+    }
+    size_t o = (size_t)snprintf(err, err_size, "unknown checkpoint '%.80s'; known:", want);
+    for (int k = 0; k < h->cfg.n_models && o < err_size; k++)
+        o += (size_t)snprintf(err + o, err_size - o, "%s '%s'", k ? "," : "",
+                              h->cfg.models[k].title);
+    if (h->cfg.n_models == 0 && o < err_size) snprintf(err + o, err_size - o, " none");
+    return 400;
+}
+
+/* POST /sdapi/v1/options: sd_model_checkpoint switches (queued behind the jobs before
+ * it, answered once the model is loaded); other keys are accepted and left as they are
+ * (output is PNG, the library reads no other A1111 option). */
+static enum MHD_Result set_options(sdc_srv_http *h, struct MHD_Connection *c, conn_state *s) {
+    cJSON *o = s->len ? cJSON_ParseWithLength(s->body, s->len) : NULL;
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return send_error(c, 400, "the request must be a JSON object of options");
+    }
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(o, "sd_model_checkpoint");
+    char err[1024];
+    int slot = 0;
+    unsigned rc = 0;
+    if (ck && !cJSON_IsNull(ck)) {
+        if (!cJSON_IsString(ck)) {
+            snprintf(err, sizeof err, "'sd_model_checkpoint' must be a string");
+            rc = 400;
+        } else {
+            rc = resolve_checkpoint(h, ck->valuestring, &slot, err, sizeof err);
+        }
+    }
+    cJSON_Delete(o);
+    if (rc) return send_error(c, rc, err);
+    if (slot > 0) { /* a job that only switches: it waits for those queued before it */
+        sdc_srv_request req;
+        memset(&req, 0, sizeof req);
+        req.model_slot = slot;
+        sdc_srv_result res;
+        unsigned fail = run_sync(h, c, &req, false, &res, err, sizeof err);
+        sdc_srv_request_free(&req);
+        if (fail) return send_error(c, fail == 400 ? 500 : fail, err);
+        sdc_srv_result_free(&res);
+    }
+    return send_json(c, 200, cJSON_CreateObject());
+}
+
 /* ---- endpoint bodies ---- */
 
 static cJSON *string_array(size_t n, const char *(*name)(size_t)) {
@@ -339,6 +426,7 @@ static enum MHD_Result sdapi_generate(sdc_srv_http *h, struct MHD_Connection *c,
     bool img2img = s->r == R_IMG2IMG;
     int rc = sdc_srv_parse_json(img2img ? SDC_SRV_API_SDAPI_IMG2IMG : SDC_SRV_API_SDAPI_TXT2IMG,
                                 s->body, s->len, h->cfg.defaults, &req, err, sizeof err);
+    if (!rc) rc = (int)resolve_checkpoint(h, req.checkpoint, &req.model_slot, err, sizeof err);
     if (rc) {
         sdc_srv_request_free(&req);
         return send_error(c, (unsigned)rc, err);
@@ -469,9 +557,13 @@ static cJSON *capabilities(const sdc_srv_http *h) {
     if (!o) return NULL;
     cJSON *m = cJSON_AddObjectToObject(o, "model");
     if (m) {
-        cJSON_AddStringToObject(m, "name", h->model_stem);
-        cJSON_AddStringToObject(m, "stem", h->model_stem);
-        cJSON_AddStringToObject(m, "path", h->cfg.model_path ? h->cfg.model_path : "");
+        const sdc_srv_model *cur = current_model(h);
+        cJSON_AddStringToObject(m, "name", cur ? cur->name : h->model_stem);
+        cJSON_AddStringToObject(m, "stem", cur ? cur->name : h->model_stem);
+        cJSON_AddStringToObject(m, "path",
+                                cur                 ? cur->path
+                                : h->cfg.model_path ? h->cfg.model_path
+                                                    : "");
     }
     cJSON_AddStringToObject(o, "current_mode", "img_gen");
     cJSON *modes = cJSON_AddArrayToObject(o, "supported_modes");
@@ -539,14 +631,20 @@ static cJSON *discovery(const sdc_srv_http *h, route r) {
     }
     case R_SD_MODELS: {
         a = cJSON_CreateArray();
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "title", h->model_stem);
-        cJSON_AddStringToObject(m, "model_name", h->model_stem);
-        cJSON_AddStringToObject(m, "filename", h->cfg.model_path ? h->cfg.model_path : "");
-        cJSON_AddStringToObject(m, "hash", "00000000");
-        cJSON_AddStringToObject(m, "sha256", "");
-        cJSON_AddNullToObject(m, "config");
-        cJSON_AddItemToArray(a, m);
+        for (int i = 0; i < h->cfg.n_models || (i == 0 && h->cfg.n_models == 0); i++) {
+            const sdc_srv_model *sm = h->cfg.n_models ? &h->cfg.models[i] : NULL;
+            cJSON *m = cJSON_CreateObject();
+            cJSON_AddStringToObject(m, "title", sm ? sm->title : h->model_stem);
+            cJSON_AddStringToObject(m, "model_name", sm ? sm->name : h->model_stem);
+            cJSON_AddStringToObject(m, "filename",
+                                    sm                  ? sm->path
+                                    : h->cfg.model_path ? h->cfg.model_path
+                                                        : "");
+            cJSON_AddStringToObject(m, "hash", sm ? sm->hash : "00000000");
+            cJSON_AddStringToObject(m, "sha256", sm ? sm->sha256 : "");
+            cJSON_AddNullToObject(m, "config");
+            cJSON_AddItemToArray(a, m);
+        }
         sdc_srv_jobs_add_models(h->jobs, a, true);
         return a;
     }
@@ -557,6 +655,11 @@ static cJSON *discovery(const sdc_srv_http *h, route r) {
             cJSON_AddStringToObject(s, "name", sdc_srv_sampler_name(i));
             cJSON *al = cJSON_AddArrayToObject(s, "aliases");
             cJSON_AddItemToArray(al, cJSON_CreateString(sdc_srv_sampler_name(i)));
+            /* the A1111 labels that select it ("Euler a", "k_euler_a") */
+            const char *label, *name, *sched;
+            for (size_t k = 0; sdc_srv_sampler_label(k, &label, &name, &sched); k++)
+                if (!sched && !strcmp(name, sdc_srv_sampler_name(i)))
+                    cJSON_AddItemToArray(al, cJSON_CreateString(label));
             cJSON_AddObjectToObject(s, "options");
             cJSON_AddItemToArray(a, s);
         }
@@ -565,8 +668,16 @@ static cJSON *discovery(const sdc_srv_http *h, route r) {
         a = cJSON_CreateArray();
         for (size_t i = 0; a && i < sdc_srv_scheduler_count(); i++) {
             cJSON *s = cJSON_CreateObject();
-            cJSON_AddStringToObject(s, "name", sdc_srv_scheduler_name(i));
-            cJSON_AddStringToObject(s, "label", sdc_srv_scheduler_name(i));
+            const char *name = sdc_srv_scheduler_name(i), *label = NULL, *l, *n;
+            cJSON *al = cJSON_CreateArray();
+            for (size_t k = 0; sdc_srv_scheduler_label(k, &l, &n); k++) {
+                if (strcmp(n, name)) continue;
+                if (!label) label = l; /* the first is A1111's own label */
+                cJSON_AddItemToArray(al, cJSON_CreateString(l));
+            }
+            cJSON_AddStringToObject(s, "name", name);
+            cJSON_AddStringToObject(s, "label", label ? label : name);
+            cJSON_AddItemToObject(s, "aliases", al);
             cJSON_AddItemToArray(a, s);
         }
         return a;
@@ -587,7 +698,12 @@ static cJSON *discovery(const sdc_srv_http *h, route r) {
     case R_OPTIONS:
         a = cJSON_CreateObject();
         cJSON_AddStringToObject(a, "samples_format", "png");
-        cJSON_AddStringToObject(a, "sd_model_checkpoint", h->model_stem);
+        cJSON_AddStringToObject(a, "sd_model_checkpoint",
+                                current_model(h) ? current_model(h)->title : h->model_stem);
+        if (current_model(h))
+            cJSON_AddStringToObject(a, "sd_checkpoint_hash", current_model(h)->hash);
+        cJSON_AddNumberToObject(a, "CLIP_stop_at_last_layers",
+                                h->cfg.defaults->clip_skip > 0 ? h->cfg.defaults->clip_skip : 1);
         return a;
     case R_PROGRESS: {
         sdc_srv_progress p;
@@ -636,15 +752,8 @@ static enum MHD_Result dispatch(sdc_srv_http *h, struct MHD_Connection *c, conn_
         return sdapi_generate(h, c, s);
     case R_IMG_GEN:
         return sdcpp_submit(h, c, s);
-    case R_SET_OPTIONS: {
-        /* A1111 clients set options before generating; one model is loaded and the output
-         * is PNG, so known keys are accepted and left as they are */
-        cJSON *o = s->len ? cJSON_ParseWithLength(s->body, s->len) : NULL;
-        bool object = cJSON_IsObject(o);
-        cJSON_Delete(o);
-        if (!object) return send_error(c, 400, "the request must be a JSON object of options");
-        return send_json(c, 200, cJSON_CreateObject());
-    }
+    case R_SET_OPTIONS:
+        return set_options(h, c, s);
     case R_INTERRUPT: {
         bool any = sdc_srv_jobs_interrupt(h->jobs);
         cJSON *j = cJSON_CreateObject();

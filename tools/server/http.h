@@ -17,6 +17,11 @@ typedef struct sdc_srv_http_config {
     size_t max_body;       /* request bodies above this get 413 */
     int max_connections;
     const char *model_path; /* for the model listings */
+    /* the checkpoints served (A1111 sd-models, sd_model_checkpoint); at least the loaded
+     * one. switchable: requests may name another (in-memory queue with --model-dir) */
+    const sdc_srv_model *models;
+    int n_models;
+    bool switchable;
     const sdc_srv_defaults *defaults;
     int max_queue;
     bool verbose; /* one stderr line per request */

@@ -48,6 +48,7 @@ struct sdc_srv_jobs {
     uint32_t id_salt, id_counter;
     sdc_srv_stats stats;
     sdc_srv_rq *rq; /* non-NULL: every call goes to the Redis queue */
+    int current_model;
 };
 
 static double mono_now(void) {
@@ -223,6 +224,7 @@ static void params_from_request(const sdc_srv_jobs_config *cfg, const sdc_srv_re
     if (cfg->sampler_rng) p->sampler_rng = cfg->sampler_rng;
     if (isfinite(r->eta)) p->eta = r->eta;
     p->batch_count = r->batch_count;
+    if (r->clip_skip > 0) p->clip_skip = r->clip_skip;
     if (r->n_sigmas > 0) {
         p->sigmas = r->sigmas;
         p->n_sigmas = r->n_sigmas;
@@ -319,7 +321,74 @@ static bool job_interrupted(void *user) {
     return interrupted;
 }
 
+/* Loads model index m in place of the loaded one (worker thread, no lock held). The old
+ * context is freed first (two SD checkpoints at once may not fit); when the new one
+ * fails to load, the previous model is loaded again. */
+static sdc_status switch_model(sdc_srv_jobs *q, int m, char *err, size_t err_size) {
+    pthread_mutex_lock(&q->mu);
+    sdc_context *old = q->ctx;
+    int prev = q->current_model;
+    q->ctx = NULL; /* cancels from other threads skip a context being replaced */
+    pthread_mutex_unlock(&q->mu);
+    sdc_context_free(old);
+    sdc_context_params cp = *q->cfg.ctx_params;
+    const sdc_srv_model *want = &q->cfg.models[m];
+    if (q->cfg.switch_diffusion_model)
+        cp.diffusion_model_path = want->path;
+    else
+        cp.model_path = want->path;
+    double t0 = mono_now();
+    sdc_context *ctx = NULL;
+    sdc_status st = sdc_context_create(&cp, &ctx);
+    if (st != SDC_OK) {
+        snprintf(err, err_size, "cannot load the checkpoint '%.100s': %.100s", want->title,
+                 *sdc_last_error() ? sdc_last_error() : sdc_status_string(st));
+        fprintf(stderr, "sdc-server: error: %s\n", err);
+        want = &q->cfg.models[prev];
+        if (q->cfg.switch_diffusion_model)
+            cp.diffusion_model_path = want->path;
+        else
+            cp.model_path = want->path;
+        if (sdc_context_create(&cp, &ctx) != SDC_OK) ctx = NULL;
+        m = prev;
+    } else {
+        fprintf(stderr, "sdc-server: loaded the checkpoint '%s' in %.2f s\n", want->title,
+                mono_now() - t0);
+    }
+    pthread_mutex_lock(&q->mu);
+    q->ctx = ctx;
+    q->current_model = ctx ? m : prev;
+    pthread_mutex_unlock(&q->mu);
+    return st;
+}
+
 static void run_job(sdc_srv_jobs *q, sdc_srv_job *j) {
+    int slot = j->req.model_slot;
+    if (slot > 0 && slot <= q->cfg.n_models && (slot - 1 != q->current_model || !q->ctx)) {
+        char err[sizeof j->result.error];
+        sdc_status st = switch_model(q, slot - 1, err, sizeof err);
+        if (st != SDC_OK || !q->ctx) {
+            pthread_mutex_lock(&q->mu);
+            j->result.status = st != SDC_OK ? st : SDC_ERR_IO;
+            snprintf(j->result.error, sizeof j->result.error, "%s",
+                     st != SDC_OK ? err : "no model is loaded");
+            q->running = NULL;
+            finish_job(q, j, SDC_SRV_JOB_FAILED);
+            pthread_mutex_unlock(&q->mu);
+            return;
+        }
+    }
+    if (j->req.batch_count == 0 || !q->ctx) { /* a switch only, or no model left */
+        pthread_mutex_lock(&q->mu);
+        if (!q->ctx) {
+            j->result.status = SDC_ERR_IO;
+            snprintf(j->result.error, sizeof j->result.error, "no model is loaded");
+        }
+        q->running = NULL;
+        finish_job(q, j, q->ctx ? SDC_SRV_JOB_COMPLETED : SDC_SRV_JOB_FAILED);
+        pthread_mutex_unlock(&q->mu);
+        return;
+    }
     run_state rs = {q, j};
     sdc_srv_run_hooks h = {on_progress, job_stop, job_interrupted, &rs, q->id_salt};
     sdc_srv_result res;
@@ -372,6 +441,7 @@ sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *c
     if (!q) return NULL;
     q->ctx = ctx;
     q->cfg = *cfg;
+    q->current_model = cfg->current_model;
     if (q->cfg.max_queue < 1) q->cfg.max_queue = 1;
     if (q->cfg.max_kept < 1) q->cfg.max_kept = 1;
     if (cfg->queue_url) {
@@ -414,7 +484,7 @@ void sdc_srv_jobs_shutdown(sdc_srv_jobs *q) {
     }
     if (q->running) {
         q->running->cancel_requested = true;
-        sdc_cancel(q->ctx);
+        if (q->ctx) sdc_cancel(q->ctx);
     }
     pthread_cond_broadcast(&q->work_cv);
     pthread_cond_broadcast(&q->done_cv);
@@ -430,6 +500,9 @@ void sdc_srv_jobs_destroy(sdc_srv_jobs *q) {
     }
     sdc_srv_jobs_shutdown(q);
     pthread_join(q->worker, NULL);
+    /* with models to switch among, the queue owns the context since the first switch
+     * may have replaced the caller's */
+    if (q->cfg.n_models > 0) sdc_context_free(q->ctx);
     for (sdc_srv_job *j = q->all, *next; j; j = next) {
         next = j->next;
         job_free(j);
@@ -503,7 +576,7 @@ static void cancel_locked(sdc_srv_jobs *q, sdc_srv_job *j) {
         finish_job(q, j, SDC_SRV_JOB_CANCELLED);
     } else if (j->state == SDC_SRV_JOB_RUNNING && !j->cancel_requested) {
         j->cancel_requested = true;
-        sdc_cancel(q->ctx);
+        if (q->ctx) sdc_cancel(q->ctx);
     }
 }
 
@@ -734,4 +807,12 @@ void sdc_srv_jobs_add_models(sdc_srv_jobs *q, cJSON *list, bool sdapi) {
         cJSON_AddItemToArray(list, m);
     }
     cJSON_Delete(names);
+}
+
+int sdc_srv_jobs_current_model(sdc_srv_jobs *q) {
+    if (q->rq) return 0;
+    pthread_mutex_lock(&q->mu);
+    int m = q->current_model;
+    pthread_mutex_unlock(&q->mu);
+    return m;
 }

@@ -21,6 +21,15 @@ typedef enum sdc_srv_job_state {
     SDC_SRV_JOB_CANCELLED,
 } sdc_srv_job_state;
 
+/* A checkpoint the server can switch to (--model-dir; A1111 sd_model_checkpoint). */
+typedef struct sdc_srv_model {
+    const char *path; /* the file, as given */
+    char name[256];   /* file name without its extension (A1111 model_name) */
+    char title[300];  /* "file.safetensors [hash]" as A1111 lists it */
+    char hash[16];    /* A1111's short model hash: sha256 of 64 KiB at 1 MiB, 8 hex */
+    char sha256[72];  /* "" : not computed (a whole-file hash costs seconds per GB) */
+} sdc_srv_model;
+
 typedef struct sdc_srv_jobs_config {
     int max_queue;       /* queued jobs at most; more are refused (429/503) */
     int max_kept;        /* finished jobs kept at most (oldest dropped first) */
@@ -32,12 +41,19 @@ typedef struct sdc_srv_jobs_config {
     const char *queue_url;
     const char *model_name; /* announced to the other nodes; jobs are routed by it */
     double claim_timeout;   /* Redis: seconds without a heartbeat before a job is re-run */
+    /* model switching (in-memory queue only): the checkpoints served, the one loaded at
+     * start, and the context parameters a switch reuses with another model file */
+    const sdc_srv_model *models;
+    int n_models, current_model;
+    const sdc_context_params *ctx_params;
+    bool switch_diffusion_model; /* the files are --diffusion-model ones, not -m */
 } sdc_srv_jobs_config;
 
 typedef struct sdc_srv_jobs sdc_srv_jobs;
 typedef struct sdc_srv_job sdc_srv_job;
 
-/* Starts the worker. ctx stays owned by the caller and must outlive the queue. On
+/* Starts the worker. ctx stays owned by the caller and must outlive the queue, except
+ * with cfg.n_models > 0: then the queue owns it (a switch replaces it) and destroy frees it. On
  * failure returns NULL with a message in err. */
 sdc_srv_jobs *sdc_srv_jobs_create(sdc_context *ctx, const sdc_srv_jobs_config *cfg, char *err,
                                   size_t err_size);
@@ -46,6 +62,9 @@ void sdc_srv_jobs_shutdown(sdc_srv_jobs *q);
 /* Joins the worker and frees everything; call after the HTTP server has stopped. */
 void sdc_srv_jobs_destroy(sdc_srv_jobs *q);
 
+/* A request with model_slot > 0 runs on that model: the worker loads it first (freeing
+ * the one loaded), so the requests queued behind it run on it too. A request with
+ * batch_count 0 only switches (POST /sdapi/v1/options). */
 /* Queues a job, taking ownership of *req (left zeroed). With held != NULL the caller
  * keeps a reference (for sdc_srv_jobs_wait, then sdc_srv_jobs_release). Writes the id.
  * Returns 0, 429 (queue full) or 503 (shutting down). */
@@ -102,6 +121,9 @@ typedef struct sdc_srv_stats {
 void sdc_srv_jobs_stats(sdc_srv_jobs *q, sdc_srv_stats *s);
 
 const char *sdc_srv_job_state_name(sdc_srv_job_state s);
+
+/* The index of the loaded model among cfg.models (0 without models). */
+int sdc_srv_jobs_current_model(sdc_srv_jobs *q);
 
 /* With Redis: appends to list the models the other live nodes serve (OpenAI /v1/models
  * entries, or A1111 sd-models ones with sdapi); the in-memory queue adds nothing. */

@@ -2,6 +2,7 @@
  * A1111 sdapi, sdcpp async jobs) over HTTP. Model and default generation flags are
  * sdc's (the shared parser, tools/common/args.c); the server adds its listening and queue
  * flags. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include "jobs.h"
 #include "request.h"
 #include "sdc.h"
+#include "sha256.h"
 
 typedef struct server_flags {
     const char *listen_ip;
@@ -26,6 +28,7 @@ typedef struct server_flags {
     int max_queue, max_kept, max_connections;
     double job_ttl;
     const char *queue_url;
+    const char *model_dir;
 } server_flags;
 
 static const struct {
@@ -42,6 +45,9 @@ static const struct {
     {NULL, "--max-connections", "N", "simultaneous HTTP connections at most (default: 256)"},
     {NULL, "--queue", "URL",
      "shared job queue redis://HOST:PORT[/NAME][?claim-timeout=S] (default: in memory)"},
+    {NULL, "--model-dir", "DIR",
+     "checkpoints A1111 clients may switch to (sd_model_checkpoint); the model flag's "
+     "file is loaded first (default: the first in DIR)"},
 };
 
 static void usage(FILE *f) {
@@ -138,6 +144,9 @@ static bool take_server_flags(int *argc, char **argv, server_flags *f) {
         case 9:
             f->queue_url = value;
             break;
+        case 10:
+            f->model_dir = value;
+            break;
         }
     }
     *argc = out;
@@ -205,8 +214,87 @@ static int list_devices(int cpu_devices) {
     return 0;
 }
 
+/* ---- the checkpoints served (--model-dir) ---- */
+
+static bool model_file(const char *name) {
+    static const char *const ext[] = {".safetensors", ".ckpt", ".gguf", ".sft", ".pt", ".pth"};
+    size_t n = strlen(name);
+    if (name[0] == '.') return false;
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t k = strlen(ext[i]);
+        if (n > k && !strcmp(name + n - k, ext[i])) return true;
+    }
+    return false;
+}
+
+/* name, A1111's short hash (sha256 of the 64 KiB at offset 1 MiB, first 8 hex digits:
+ * modules/sd_models.py model_hash; cheap, so every listing has one) and title. */
+static void describe_model(sdc_srv_model *m, const char *path) {
+    memset(m, 0, sizeof *m);
+    m->path = path;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(m->name, sizeof m->name, "%s", base);
+    char *dot = strrchr(m->name, '.');
+    if (dot && dot != m->name) *dot = '\0';
+    static unsigned char buf[0x10000];
+    size_t got = 0;
+    FILE *fp = fopen(path, "rb");
+    if (fp) {
+        if (fseek(fp, 0x100000, SEEK_SET) == 0) got = fread(buf, 1, sizeof buf, fp);
+        fclose(fp);
+    }
+    char hex[65];
+    sdc_srv_sha256_hex(buf, got, hex);
+    snprintf(m->hash, sizeof m->hash, "%.8s", hex);
+    snprintf(m->title, sizeof m->title, "%.250s [%s]", base, m->hash);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The model files of dir, sorted, as "dir/name" strings (*n of them); NULL with a
+ * message on failure. */
+static char **list_model_dir(const char *dir, int *n, char *err, size_t err_size) {
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, err_size, "--model-dir: cannot open '%s': %s", dir, strerror(errno));
+        return NULL;
+    }
+    char **paths = NULL;
+    int cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!model_file(e->d_name)) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **grown = realloc(paths, sizeof *paths * (size_t)cap);
+            if (!grown) break;
+            paths = grown;
+        }
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        if (!(paths[*n] = malloc(len))) break;
+        snprintf(paths[*n], len, "%s/%s", dir, e->d_name);
+        (*n)++;
+    }
+    closedir(d);
+    if (*n == 0) {
+        free(paths);
+        snprintf(err, err_size, "--model-dir: no model files (.safetensors, .ckpt, .gguf) in '%s'",
+                 dir);
+        return NULL;
+    }
+    qsort(paths, (size_t)*n, sizeof *paths, cmp_str);
+    return paths;
+}
+
 int main(int argc, char **argv) {
-    server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0, NULL};
+    server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0, NULL, NULL};
+    char **dir_paths = NULL;
+    int n_dir = 0;
+    sdc_srv_model *models = NULL;
+    int n_models = 0;
     char **args = calloc((size_t)argc + 1, sizeof(char *));
     if (!args) return 1;
     memcpy(args, argv, sizeof(char *) * (size_t)argc);
@@ -244,6 +332,19 @@ int main(int argc, char **argv) {
     if (a.list_devices) { /* needs no model */
         rc = list_devices(a.cpu_devices);
         goto done;
+    }
+    if (sf.model_dir) {
+        if (sf.queue_url) {
+            fprintf(stderr,
+                    "sdc-server: error: --model-dir needs the in-memory queue (no --queue): "
+                    "the Redis queue routes jobs by the model of each node\n");
+            goto done;
+        }
+        if (!(dir_paths = list_model_dir(sf.model_dir, &n_dir, err, sizeof err))) {
+            fprintf(stderr, "sdc-server: error: %s\n", err);
+            goto done;
+        }
+        if (!a.ctx.model_path && !a.ctx.diffusion_model_path) a.ctx.model_path = dir_paths[0];
     }
     if (!sdc_cli_check_inputs(&a, err, sizeof err)) {
         fprintf(stderr, "sdc-server: error: %s\n", err);
@@ -299,15 +400,42 @@ int main(int argc, char **argv) {
 
     const char *model_path =
         a.ctx.diffusion_model_path ? a.ctx.diffusion_model_path : a.ctx.model_path;
+    /* the loaded model first, then the others of --model-dir */
+    models = calloc((size_t)n_dir + 1, sizeof *models);
+    if (!models) goto done;
+    describe_model(&models[n_models++], model_path ? model_path : "sdc-local");
+    for (int i = 0; i < n_dir; i++) {
+        char *ra = realpath(dir_paths[i], NULL),
+             *rb = model_path ? realpath(model_path, NULL) : NULL;
+        bool same = ra && rb && !strcmp(ra, rb);
+        free(ra);
+        free(rb);
+        if (!same) describe_model(&models[n_models++], dir_paths[i]);
+    }
     const char *model_name = model_path ? strrchr(model_path, '/') : NULL;
     model_name = model_name ? model_name + 1 : model_path ? model_path : "sdc-local";
-    sdc_srv_jobs_config jc = {sf.max_queue, sf.max_kept,  sf.job_ttl, a.gen.rng, a.gen.sampler_rng,
-                              a.verbose,    sf.queue_url, model_name, 10.0};
+    sdc_srv_jobs_config jc = {sf.max_queue,
+                              sf.max_kept,
+                              sf.job_ttl,
+                              a.gen.rng,
+                              a.gen.sampler_rng,
+                              a.verbose,
+                              sf.queue_url,
+                              model_name,
+                              10.0,
+                              models,
+                              0,
+                              0,
+                              &cp,
+                              a.ctx.diffusion_model_path != NULL};
+    bool switchable = sf.model_dir && !sf.queue_url;
+    if (switchable) jc.n_models = n_models; /* the queue owns ctx from here */
     jobs = sdc_srv_jobs_create(ctx, &jc, err, sizeof err);
     if (!jobs) {
         fprintf(stderr, "sdc-server: error: %s\n", err);
         goto done;
     }
+    if (switchable) ctx = NULL; /* freed by sdc_srv_jobs_destroy */
     sdc_srv_http_config hc = {
         .listen_ip = sf.listen_ip,
         .port = sf.port,
@@ -317,6 +445,9 @@ int main(int argc, char **argv) {
         .max_connections = sf.max_connections,
         .model_path = a.ctx.diffusion_model_path ? a.ctx.diffusion_model_path : a.ctx.model_path,
         .defaults = &d,
+        .models = models,
+        .n_models = n_models,
+        .switchable = switchable,
         .max_queue = sf.max_queue,
         .verbose = a.verbose,
     };
@@ -350,6 +481,9 @@ done:
         sdc_srv_jobs_destroy(jobs);
     }
     sdc_context_free(ctx);
+    free(models);
+    for (int i = 0; i < n_dir; i++) free(dir_paths[i]);
+    free(dir_paths);
     free(html);
     sdc_cli_args_free(&a);
     free(args);

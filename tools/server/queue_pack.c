@@ -57,6 +57,7 @@ uint8_t *sdc_srv_request_pack(const sdc_srv_request *r, size_t *size) {
     w_bytes(&b, r->init_rgb, (int64_t)r->init_w * r->init_h * 3);
     w_bytes(&b, r->mask_rgb, (int64_t)r->mask_w * r->mask_h * 3);
     w_bytes(&b, r->sigmas, (int64_t)r->n_sigmas * (int64_t)sizeof(float));
+    w_i64(&b, r->clip_skip);
     if (b.bad) {
         free(b.p);
         return NULL;
@@ -145,6 +146,9 @@ bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r)
     uint8_t *sig = r_bytes(&b, &n);
     r->sigmas = (float *)sig;
     r->n_sigmas = sig ? (int)(n / (int64_t)sizeof(float)) : 0;
+    int64_t clip_skip = r_i64(&b);
+    if (clip_skip < -1 || clip_skip > 48) b.bad = true;
+    r->clip_skip = (int)clip_skip;
     if (b.bad || b.at != b.n) {
         sdc_srv_request_free(r);
         return false;

@@ -299,57 +299,126 @@ static const char *known_scheduler(const char *name) {
     return NULL;
 }
 
+/* A1111 sampler labels (and their k-diffusion "k_" names), as sd.cpp's server maps them
+ * (examples/server/routes_sdapi.cpp), plus the A1111 1.x labels that name a scheduler
+ * too ("DPM++ 2M Karras"). Labels of samplers sdc lacks (DPM++ SDE, UniPC, PLMS, DPM2 a,
+ * DPM fast, DPM adaptive, Restart) are not listed: they get a 400 rather than another
+ * sampler's image. Matched case-insensitively, spaces and underscores alike. */
+static const struct {
+    const char *label, *name, *scheduler;
+} k_sampler_labels[] = {
+    {"Euler a", "euler_a", NULL},
+    {"k_euler_a", "euler_a", NULL},
+    {"Euler", "euler", NULL},
+    {"k_euler", "euler", NULL},
+    {"Heun", "heun", NULL},
+    {"k_heun", "heun", NULL},
+    {"DPM2", "dpm2", NULL},
+    {"k_dpm_2", "dpm2", NULL},
+    {"DPM2 Karras", "dpm2", "karras"},
+    {"DPM++ 2S a", "dpm++2s_a", NULL},
+    {"k_dpmpp_2s_a", "dpm++2s_a", NULL},
+    {"DPM++ 2S a Karras", "dpm++2s_a", "karras"},
+    {"LCM", "lcm", NULL},
+    {"DDIM", "ddim_trailing", NULL},
+    {"DPM++ 2M", "dpm++2m", NULL},
+    {"k_dpmpp_2m", "dpm++2m", NULL},
+    {"DPM++ 2M Karras", "dpm++2m", "karras"},
+    {"DPM++ 2M SDE", "dpm++2m_sde", NULL},
+    {"k_dpmpp_2m_sde", "dpm++2m_sde", NULL},
+    {"DPM++ 2M SDE Karras", "dpm++2m_sde", "karras"},
+    {"DPM++ 2M SDE Exponential", "dpm++2m_sde", "exponential"},
+    {"DPM++ 2M SDE GPU", "dpm++2m_sde_bt", NULL},
+    {"k_dpmpp_2m_sde_gpu", "dpm++2m_sde_bt", NULL},
+    {"Res Multistep", "res_multistep", NULL},
+    {"k_res_multistep", "res_multistep", NULL},
+    {"Res 2s", "res_2s", NULL},
+    {"k_res_2s", "res_2s", NULL},
+    {"euler_cfg_pp", "euler_cfg_pp", NULL},
+    {"k_euler_cfg_pp", "euler_cfg_pp", NULL},
+    {"Euler CFG++", "euler_cfg_pp", NULL},
+    {"Euler a CFG++", "euler_a_cfg_pp", NULL},
+    {"k_euler_a_cfg_pp", "euler_a_cfg_pp", NULL},
+    {"LMS", "lms", NULL},
+    {"k_lms", "lms", NULL},
+    {"LMS Karras", "lms", "karras"},
+    {"iPNDM", "ipndm", NULL},
+    {"iPNDM_v", "ipndm_v", NULL},
+    {"TCD", "tcd", NULL},
+    {"ER SDE", "er_sde", NULL},
+};
+
+/* A1111's scheduler field (modules/sd_schedulers.py labels and names). "Uniform" and
+ * "Normal" are the model's own linear timesteps (sd.cpp "discrete"); "DDIM" (uniform
+ * timestep stride) is nearest to "simple". */
+static const struct {
+    const char *label, *name;
+} k_scheduler_labels[] = {
+    {"Automatic", ""},
+    {"Default", ""},
+    {"Uniform", "discrete"},
+    {"Normal", "discrete"},
+    {"Karras", "karras"},
+    {"Exponential", "exponential"},
+    {"SGM Uniform", "sgm_uniform"},
+    {"Simple", "simple"},
+    {"DDIM", "simple"},
+    {"Beta", "beta"},
+    {"KL Optimal", "kl_optimal"},
+    {"Align Your Steps", "ays"},
+    {"Align Your Steps GITS", "gits"},
+    {"Smoothstep", "smoothstep"},
+    {"LCM", "lcm"},
+    {"Bong Tangent", "bong_tangent"},
+};
+
+bool sdc_srv_sampler_label(size_t i, const char **label, const char **name,
+                           const char **scheduler) {
+    if (i >= sizeof k_sampler_labels / sizeof k_sampler_labels[0]) return false;
+    *label = k_sampler_labels[i].label;
+    *name = k_sampler_labels[i].name;
+    if (scheduler) *scheduler = k_sampler_labels[i].scheduler;
+    return true;
+}
+
+bool sdc_srv_scheduler_label(size_t i, const char **label, const char **name) {
+    if (i >= sizeof k_scheduler_labels / sizeof k_scheduler_labels[0]) return false;
+    *label = k_scheduler_labels[i].label;
+    *name = k_scheduler_labels[i].name;
+    return true;
+}
+
+/* "DPM++  2M_Karras" and "dpm++ 2m karras" are one label: lower case, runs of spaces and
+ * underscores as one space (k_ names keep their underscores: they are matched first). */
+static void fold_label(char *dst, size_t n, const char *src) {
+    size_t o = 0;
+    for (const char *c = src; *c && o + 1 < n; c++) {
+        char ch = (char)tolower((unsigned char)*c);
+        if (ch == '_' || ch == ' ' || ch == '-') {
+            if (o > 0 && dst[o - 1] != ' ') dst[o++] = ' ';
+            continue;
+        }
+        dst[o++] = ch;
+    }
+    while (o > 0 && dst[o - 1] == ' ') o--;
+    dst[o] = '\0';
+}
+
 const char *sdc_srv_sampler_from_label(const char *label, const char **scheduler) {
-    static const struct {
-        const char *label, *name;
-    } k_labels[] = {
-        {"euler a", "euler_a"},
-        {"k_euler_a", "euler_a"},
-        {"euler", "euler"},
-        {"k_euler", "euler"},
-        {"heun", "heun"},
-        {"k_heun", "heun"},
-        {"dpm2", "dpm2"},
-        {"k_dpm_2", "dpm2"},
-        {"dpm2 a", "dpm2"},
-        {"dpm++ 2s a", "dpm++2s_a"},
-        {"k_dpmpp_2s_a", "dpm++2s_a"},
-        {"lcm", "lcm"},
-        {"ddim", "ddim_trailing"},
-        {"dpm++ 2m", "dpm++2m"},
-        {"k_dpmpp_2m", "dpm++2m"},
-        {"dpm++ 2m sde", "dpm++2m_sde"},
-        {"k_dpmpp_2m_sde", "dpm++2m_sde"},
-        {"dpm++ 2m sde gpu", "dpm++2m_sde_bt"},
-        {"k_dpmpp_2m_sde_gpu", "dpm++2m_sde_bt"},
-        {"res multistep", "res_multistep"},
-        {"k_res_multistep", "res_multistep"},
-        {"res 2s", "res_2s"},
-        {"k_res_2s", "res_2s"},
-        {"lms", "lms"},
-        {"k_lms", "lms"},
-        {"ipndm", "ipndm"},
-        {"tcd", "tcd"},
-    };
     if (!label) return NULL;
     const char *exact = known_sampler(label);
     if (exact) return exact;
-    char low[64];
+    char low[64], folded[64];
     lower_copy(low, sizeof low, label);
-    /* A1111 1.5-style labels carry the scheduler: "DPM++ 2M Karras" */
-    size_t n = strlen(low);
-    const char *suffix_sched = NULL;
-    if (n > 7 && !strcmp(low + n - 7, " karras")) {
-        low[n - 7] = '\0';
-        suffix_sched = "karras";
-    } else if (n > 12 && !strcmp(low + n - 12, " exponential")) {
-        low[n - 12] = '\0';
-        suffix_sched = "exponential";
-    }
-    for (size_t i = 0; i < sizeof k_labels / sizeof k_labels[0]; i++) {
-        if (!strcmp(low, k_labels[i].label)) {
-            if (suffix_sched && scheduler) *scheduler = suffix_sched;
-            return k_labels[i].name;
+    fold_label(folded, sizeof folded, label);
+    for (size_t i = 0; i < sizeof k_sampler_labels / sizeof k_sampler_labels[0]; i++) {
+        char l_low[64], l_folded[64];
+        lower_copy(l_low, sizeof l_low, k_sampler_labels[i].label);
+        fold_label(l_folded, sizeof l_folded, k_sampler_labels[i].label);
+        if (!strcmp(low, l_low) || !strcmp(folded, l_folded)) {
+            if (k_sampler_labels[i].scheduler && scheduler)
+                *scheduler = k_sampler_labels[i].scheduler;
+            return known_sampler(k_sampler_labels[i].name);
         }
     }
     return known_sampler(low);
@@ -357,19 +426,42 @@ const char *sdc_srv_sampler_from_label(const char *label, const char **scheduler
 
 const char *sdc_srv_scheduler_from_label(const char *label) {
     if (!label) return NULL;
-    char low[64];
+    char low[64], folded[64];
     lower_copy(low, sizeof low, label);
-    for (char *c = low; *c; c++)
-        if (*c == ' ' || *c == '-') *c = '_';
-    if (!strcmp(low, "automatic") || !strcmp(low, "default") || !*low) return "";
-    if (!strcmp(low, "align_your_steps")) return "ays";
-    if (!strcmp(low, "uniform")) return "sgm_uniform";
+    fold_label(folded, sizeof folded, label);
+    if (!*folded) return "";
+    for (size_t i = 0; i < sizeof k_scheduler_labels / sizeof k_scheduler_labels[0]; i++) {
+        char l_folded[64];
+        fold_label(l_folded, sizeof l_folded, k_scheduler_labels[i].label);
+        if (!strcmp(folded, l_folded))
+            return *k_scheduler_labels[i].name ? known_scheduler(k_scheduler_labels[i].name) : "";
+    }
     return known_scheduler(low);
 }
 
-static bool set_name(parse_ctx *pc, char *dst, size_t n, const char *value,
-                     const char *field_name) {
-    if (!value) return reject(pc, 400, "unknown %s", field_name);
+/* "unknown sampler_name 'x'; known: euler, euler_a, ...": the library's names. */
+static bool reject_name(parse_ctx *pc, const char *field_name, const char *value, bool sampler,
+                        bool labels) {
+    char list[400];
+    size_t o = 0;
+    size_t n = sampler ? sdc_srv_sampler_count() : sdc_srv_scheduler_count();
+    for (size_t i = 0; i < n && o + 1 < sizeof list; i++) {
+        int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
+                         sampler ? sdc_srv_sampler_name(i) : sdc_srv_scheduler_name(i));
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (o >= sizeof list) o = sizeof list - 1;
+    list[o] = '\0';
+    return reject(pc, 400, "unknown %s '%.60s'; known: %s%s", field_name, value, list,
+                  !labels   ? ""
+                  : sampler ? " (and A1111 labels: GET /sdapi/v1/samplers)"
+                            : " (and A1111 labels: GET /sdapi/v1/schedulers)");
+}
+
+static bool set_name(parse_ctx *pc, char *dst, size_t n, const char *value, const char *field_name,
+                     const char *raw, bool sampler, bool labels) {
+    if (!value) return reject_name(pc, field_name, raw, sampler, labels);
     snprintf(dst, n, "%s", value);
     return true;
 }
@@ -397,7 +489,7 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
         !get_float(pc, j, "strength", &r->strength) ||
         !get_i64(pc, j, "seed", INT64_MIN, INT64_MAX, &r->seed, NULL) ||
         !get_int(pc, j, "batch_count", INT32_MIN, INT32_MAX, &r->batch_count, NULL) ||
-        !get_i64(pc, j, "clip_skip", INT32_MIN, INT32_MAX, &ignored, NULL) ||
+        !get_int(pc, j, "clip_skip", INT32_MIN, INT32_MAX, &r->clip_skip, NULL) ||
         !get_bool(pc, j, "embed_image_metadata", &b) ||
         !get_image(pc, j, "init_image", &r->init_rgb, &r->init_w, &r->init_h) ||
         !get_image(pc, j, "mask_image", &r->mask_rgb, &r->mask_w, &r->mask_h) ||
@@ -424,10 +516,10 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
         !get_sigmas(pc, sp, r) || !get_object(pc, sp, "guidance", &guidance))
         return false;
     if (sched && !set_name(pc, r->scheduler, sizeof r->scheduler, known_scheduler(sched),
-                           "sample_params.scheduler"))
+                           "sample_params.scheduler", sched, false, false))
         return false;
     if (method && !set_name(pc, r->sampler, sizeof r->sampler, known_sampler(method),
-                            "sample_params.sample_method"))
+                            "sample_params.sample_method", method, true, false))
         return false;
     if (guidance && !get_float(pc, guidance, "txt_cfg", &r->cfg_scale)) return false;
     return true;
@@ -520,6 +612,25 @@ static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool
 
 /* ---- A1111 ---- */
 
+/* override_settings: the checkpoint (resolved by the HTTP layer against the models it
+ * serves) and CLIP_stop_at_last_layers (A1111's clip skip: 1 = the last layer). Other
+ * keys (sd_vae, samples_format, ...) are left as they are, as POST /options does. */
+static bool apply_override_settings(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
+    const cJSON *o = NULL;
+    if (!get_object(pc, j, "override_settings", &o)) return false;
+    if (!o) return true;
+    const char *ckpt = NULL;
+    if (!get_string(pc, o, "sd_model_checkpoint", &ckpt) ||
+        !get_int(pc, o, "CLIP_stop_at_last_layers", -1, 48, &r->clip_skip, NULL))
+        return false;
+    if (ckpt) {
+        if (strlen(ckpt) >= sizeof r->checkpoint)
+            return reject(pc, 400, "override_settings.sd_model_checkpoint is too long");
+        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", ckpt);
+    }
+    return true;
+}
+
 static bool apply_sdapi(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool img2img) {
     if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
     int batch_size = 1, n_iter = 1;
@@ -538,17 +649,19 @@ static bool apply_sdapi(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool 
         !get_string(pc, j, "sampler_name", &sampler) || !get_string(pc, j, "scheduler", &sched) ||
         !get_float(pc, j, "denoising_strength", &denoise) ||
         !get_bool(pc, j, "inpainting_mask_invert", &invert) ||
-        !reject_nonempty_array(pc, j, "lora"))
+        !get_int(pc, j, "clip_skip", -1, 48, &r->clip_skip, NULL) ||
+        !reject_nonempty_array(pc, j, "lora") || !apply_override_settings(pc, j, r))
         return false;
     if (!r->prompt || !*r->prompt) return reject(pc, 400, "'prompt' is required");
     r->batch_count = batch_size * n_iter;
     if (sched && !set_name(pc, r->scheduler, sizeof r->scheduler,
-                           sdc_srv_scheduler_from_label(sched), "scheduler"))
+                           sdc_srv_scheduler_from_label(sched), "scheduler", sched, false, true))
         return false;
     if (sampler) {
         const char *from_label = NULL;
         const char *name = sdc_srv_sampler_from_label(sampler, &from_label);
-        if (!set_name(pc, r->sampler, sizeof r->sampler, name, "sampler_name")) return false;
+        if (!set_name(pc, r->sampler, sizeof r->sampler, name, "sampler_name", sampler, true, true))
+            return false;
         /* "DPM++ 2M Karras": the label's scheduler, unless one is named explicitly */
         if (from_label && (!sched || !r->scheduler[0]))
             snprintf(r->scheduler, sizeof r->scheduler, "%s", from_label);
@@ -655,6 +768,7 @@ static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r)
 
 static bool init_request(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
     memset(r, 0, sizeof *r);
+    r->clip_skip = d->clip_skip;
     r->width = d->width;
     r->height = d->height;
     r->steps = d->steps;

@@ -17,6 +17,7 @@ typedef struct sdc_srv_defaults {
     const char *sampler, *scheduler; /* NULL: the model's default */
     int max_side, max_steps, max_batch;
     int size_step; /* width/height multiples of this (the model's, >= 8); default 8 */
+    int clip_skip; /* --clip-skip; <= 0: the model's default */
 } sdc_srv_defaults;
 
 /* Longest prompt (and negative prompt) accepted, in bytes: a prompt is held by the job,
@@ -46,6 +47,12 @@ typedef struct sdc_srv_request {
     bool size_given; /* width/height came from the request */
     float *sigmas;   /* owned, sample_params.custom_sigmas; NULL: the model's schedule */
     int n_sigmas;
+    int clip_skip; /* clip_skip / CLIP_stop_at_last_layers; <= 0: the model's default */
+    /* A1111 override_settings.sd_model_checkpoint as sent ("" : the loaded model); the
+     * HTTP layer resolves it to model_slot: 1 + the index among the served models; 0: the
+     * loaded one (so a zeroed request switches nothing) */
+    char checkpoint[256];
+    int model_slot;
 } sdc_srv_request;
 
 /* Parses a JSON body. Returns 0 and fills *r, or an HTTP status (400, 500 for out of
@@ -67,5 +74,11 @@ void sdc_srv_request_free(sdc_srv_request *r);
 const char *sdc_srv_sampler_from_label(const char *label, const char **scheduler);
 /* The same for schedulers ("Karras", "SGM Uniform", "normal"); "" for "Automatic". */
 const char *sdc_srv_scheduler_from_label(const char *label);
+
+/* The A1111 labels accepted, for GET /sdapi/v1/samplers and /schedulers: entry i is
+ * the label and the name it maps to (the sampler's scheduler in *scheduler, or NULL);
+ * false past the end. */
+bool sdc_srv_sampler_label(size_t i, const char **label, const char **name, const char **scheduler);
+bool sdc_srv_scheduler_label(size_t i, const char **label, const char **name);
 
 #endif
