@@ -27,6 +27,7 @@ typedef struct conv_geom {
     int64_t ngroups; /* micro-panels of MR output channels per group (cout_g rounded up) */
     int64_t bgroups; /* micro-panels per shared weight block */
     int64_t nt;      /* pixels per tile, a multiple of NR */
+    bool fly;        /* one or two tiles: each unit packs its weights itself, in L1 */
     int sx, sy, px, py, dx, dy, groups;
 } conv_geom;
 
@@ -63,10 +64,14 @@ static conv_geom get_geom(const sdc_tensor *dst, int nth) {
     int64_t fit = (int64_t)(CONV_WBUDGET / sizeof(float)) / (c.nslices * APANEL);
     c.bgroups = fit < 8 ? 8 : fit; /* huge reductions: 48 channels at a time still */
     if (c.bgroups > c.ngroups) c.bgroups = c.ngroups;
-    /* enough tiles for every thread when the image is small */
-    int64_t want = (c.n * c.npix + 2 * nth - 1) / (2 * nth);
-    c.nt = min64(CONV_NT, (want + NR - 1) / NR * NR);
-    if (c.nt < NR) c.nt = NR;
+    /* whole tiles even for small images: each weight value loaded is used for nt pixels,
+     * and the driver splits channels rather than pixels when tiles are few */
+    c.nt = min64(CONV_NT, (c.npix + NR - 1) / NR * NR);
+    /* with one or two tiles a packed weight would serve at most two units: converting it
+     * where it is used beats a round trip of the whole weight through memory */
+    c.fly = c.n * ((c.npix + c.nt - 1) / c.nt) <= 2;
+    if (c.fly) c.bgroups = c.ngroups;
+    (void)nth;
     return c;
 }
 
@@ -77,10 +82,10 @@ static bool is_depthwise(const sdc_tensor *dst, const conv_geom *c) {
 
 /* Work area: [counter (64 B)] [packed weight block] [per thread: col panels, rows]. */
 static size_t shared_bytes(const conv_geom *c) {
-    return 64 + (size_t)(c->bgroups * c->nslices * APANEL) * sizeof(float);
+    return 64 + (c->fly ? 0 : (size_t)(c->bgroups * c->nslices * APANEL) * sizeof(float));
 }
 static size_t thread_bytes(const conv_geom *c) {
-    return ((size_t)(c->nt * CONV_KC) + (size_t)MR * CONV_KC) * sizeof(float) + 64;
+    return ((size_t)(c->nt * CONV_KC) + (size_t)MR * CONV_KC + APANEL) * sizeof(float) + 64;
 }
 
 size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) {
@@ -101,9 +106,9 @@ static const float *weight_row(const sdc_tensor *w, const conv_geom *c, int64_t 
 }
 
 /* Packs micro-panel r of slice s of the weight block whose first output channel is co0
- * (valid channels end at co_end) into its place in wpack. */
+ * (valid channels end at co_end) into dst (APANEL floats). */
 static void pack_weights(const sdc_gemm_kernels *kern, const sdc_tensor *w, const conv_geom *c,
-                         int64_t co0, int64_t co_end, int64_t s, int64_t r, float *wpack,
+                         int64_t co0, int64_t co_end, int64_t s, int64_t r, float *dst,
                          float *tmp) {
     static const float zero[CONV_KC];
     const int64_t k0 = s * CONV_KC, kc = min64(CONV_KC, c->kdim - k0);
@@ -112,7 +117,7 @@ static void pack_weights(const sdc_gemm_kernels *kern, const sdc_tensor *w, cons
         const int64_t co = co0 + r * MR + i;
         rows[i] = co < co_end ? weight_row(w, c, co, k0, kc, tmp + i * CONV_KC) : zero;
     }
-    kern->pack_a(rows, kc, wpack + (s * c->bgroups + r) * APANEL);
+    kern->pack_a(rows, kc, dst);
 }
 
 /* A run of panel columns that lies in one output row. */
@@ -160,6 +165,9 @@ static void pack_col_panel(const sdc_tensor *x, const conv_geom *c, int64_t n, i
                 for (int64_t j = 0; j < lo; j++) o[j] = 0.0f;
                 if (hi > lo) memcpy(o + lo, xf + ix + lo, sizeof(float) * (size_t)(hi - lo));
                 for (int64_t j = hi; j < sg->len; j++) o[j] = 0.0f;
+            } else if (nb0 == sizeof(float) && ix >= 0 && ix + (sg->len - 1) * c->sx < c->iw) {
+                const float *xf = (const float *)xr + ix; /* strided, all inside */
+                for (int64_t j = 0; j < sg->len; j++) o[j] = xf[j * c->sx];
             } else {
                 for (int64_t j = 0; j < sg->len; j++) {
                     const int64_t xx = ix + j * c->sx;
@@ -175,11 +183,12 @@ static void pack_col_panel(const sdc_tensor *x, const conv_geom *c, int64_t n, i
 }
 
 /* One unit: pixels [pix0, pix0+np) of image n, micro-panels [r0, r1) of the packed block
- * whose first channel is co0 (valid channels end at co_end). */
+ * whose first channel is co0 (valid channels end at co_end); wpack NULL: pack each
+ * micro-panel here (into abuf, with tmp for conversion). */
 static void conv_unit(const sdc_gemm_kernels *kern, const sdc_tensor *x, sdc_tensor *dst,
                       const conv_geom *c, const float *wpack, int64_t n, int64_t g, int64_t co0,
-                      int64_t co_end, int64_t r0, int64_t r1, int64_t pix0, int64_t np,
-                      float *col) {
+                      int64_t co_end, int64_t r0, int64_t r1, int64_t pix0, int64_t np, float *col,
+                      float *abuf, float *tmp) {
     const sdc_tensor *bias = dst->src[2];
     const int64_t npanels = (np + NR - 1) / NR;
     for (int64_t co = co0 + r0 * MR; co < min64(co_end, co0 + r1 * MR); co++) {
@@ -194,6 +203,10 @@ static void conv_unit(const sdc_gemm_kernels *kern, const sdc_tensor *x, sdc_ten
                            col + q * kc * NR);
         for (int64_t r = r0; r < r1; r++) {
             const float *a = wpack + (s * c->bgroups + r) * APANEL;
+            if (!wpack) {
+                pack_weights(kern, dst->src[1], c, co0, co_end, s, r, abuf, tmp);
+                a = abuf;
+            }
             const int64_t cr = co0 + r * MR, mr = min64(MR, co_end - cr);
             float *crow[MR];
             for (int64_t i = 0; i < mr; i++)
@@ -284,7 +297,7 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
     float *wpack = (float *)(base + 64);
     uintptr_t tb = (uintptr_t)base + shared_bytes(&c) + (size_t)p->ith * thread_bytes(&c);
     float *col = (float *)((tb + 63) & ~(uintptr_t)63);
-    float *tmp = col + c.nt * CONV_KC;
+    float *tmp = col + c.nt * CONV_KC, *abuf = tmp + MR * CONV_KC;
     const sdc_gemm_kernels *kern = sdc_gemm_kernels_for(sdc_cpu_isa());
     const int64_t tiles_img = (c.npix + c.nt - 1) / c.nt, ntiles = c.n * tiles_img;
     bool first = true;
@@ -294,15 +307,16 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
             const int64_t co0 = g * c.cout_g + b0 * MR, co_end = (g + 1) * c.cout_g;
             /* few tiles: split the channels too, so that no thread idles */
             const int64_t rsplit =
-                ntiles >= 2 * nth ? 1 : min64(nb, (2 * nth + ntiles - 1) / ntiles);
+                ntiles >= 4 * nth ? 1 : min64(nb, (4 * nth + ntiles - 1) / ntiles);
             if (!first && pooled) sdc_cpu_barrier(p); /* everyone is done with wpack */
             first = false;
             if (p->ith == 0) atomic_store_explicit(next, 0, memory_order_relaxed);
             int64_t lo, hi;
-            sdc_cpu_split(c.nslices * nb, pooled ? p->ith : 0, nth, &lo, &hi);
+            sdc_cpu_split(c.fly ? 0 : c.nslices * nb, pooled ? p->ith : 0, nth, &lo, &hi);
             for (int64_t u = lo; u < hi; u++) {
                 const int64_t s = u / nb, r = u % nb;
-                pack_weights(kern, w, &c, co0, co_end, s, r, wpack, tmp);
+                pack_weights(kern, w, &c, co0, co_end, s, r, wpack + (s * c.bgroups + r) * APANEL,
+                             tmp);
             }
             if (pooled) sdc_cpu_barrier(p);
             const int64_t units = ntiles * rsplit;
@@ -311,8 +325,8 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
                 if (u >= units) break;
                 const int64_t t = u / rsplit, rc = u % rsplit, img = t / tiles_img;
                 const int64_t pix0 = (t % tiles_img) * c.nt, np = min64(c.nt, c.npix - pix0);
-                conv_unit(kern, x, dst, &c, wpack, img, g, co0, co_end, rc * nb / rsplit,
-                          (rc + 1) * nb / rsplit, pix0, np, col);
+                conv_unit(kern, x, dst, &c, c.fly ? NULL : wpack, img, g, co0, co_end,
+                          rc * nb / rsplit, (rc + 1) * nb / rsplit, pix0, np, col, abuf, tmp);
             }
         }
     }
