@@ -88,23 +88,28 @@ static const float *kv_row(const sdc_tensor *t, int64_t j, int64_t hk, int64_t b
     return buf;
 }
 
-/* Key rows [j0, j1) of the padded range [0, round_up(lkp, BK)) of head (hk, b): keys
- * transposed into [d][BK] panels per key block, values to v[lkp][dvp], zero padding. */
+/* Key rows [j0, j1) of the padded range [0, round_up(lkp, BK)) of head (hk, b) into the
+ * panel layouts of sdc_attn_kt_index / sdc_attn_v_index, zero padding. */
 static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a, int64_t hk,
                     int64_t b, int64_t j0, int64_t j1, float *kt, float *vf, float *buf) {
     for (int64_t j = j0; j < j1; j++) {
-        float *kp = kt + (j / SDC_ATTN_BK) * a->d * SDC_ATTN_BK + j % SDC_ATTN_BK;
+        float *kp = kt + sdc_attn_kt_index(a->d, j, 0);
         if (j >= a->lk) {
-            for (int64_t d = 0; d < a->d; d++) kp[d * SDC_ATTN_BK] = 0.0f;
-            if (j < a->lkp) memset(vf + j * a->dvp, 0, sizeof(float) * (size_t)a->dvp);
+            for (int64_t d = 0; d < a->d; d++) kp[d * 16] = 0.0f;
+            if (j < a->lkp)
+                for (int64_t e = 0; e < a->dvp; e += 16)
+                    memset(vf + sdc_attn_v_index(a->lkp, j, e), 0, sizeof(float) * 16);
             continue;
         }
         const float *kr = kv_row(k, j, hk, b, a->d, buf);
-        for (int64_t d = 0; d < a->d; d++) kp[d * SDC_ATTN_BK] = kr[d];
-        float *vo = vf + j * a->dvp;
-        const float *vr = kv_row(v, j, hk, b, a->dv, vo);
-        if (vr != vo) memcpy(vo, vr, sizeof(float) * (size_t)a->dv);
-        memset(vo + a->dv, 0, sizeof(float) * (size_t)(a->dvp - a->dv));
+        for (int64_t d = 0; d < a->d; d++) kp[d * 16] = kr[d];
+        const float *vr = kv_row(v, j, hk, b, a->dv, buf);
+        for (int64_t e = 0; e < a->dvp; e += 16) {
+            float *vo = vf + sdc_attn_v_index(a->lkp, j, e);
+            const int64_t n = a->dv - e < 16 ? a->dv - e : 16;
+            memcpy(vo, vr + e, sizeof(float) * (size_t)n);
+            if (n < 16) memset(vo + n, 0, sizeof(float) * (size_t)(16 - n));
+        }
     }
 }
 
@@ -252,19 +257,17 @@ void sdc_attn_block_scalar(const sdc_attn_block *b) {
             float *s = b->s + i * SDC_ATTN_BK;
             const float *qi = b->q + i * b->d;
             for (int64_t j = 0; j < nk; j++) s[j] = 0;
-            for (int64_t d = 0; d < b->d; d++) {
-                const float *kr = b->kt + (kb * b->d + d * SDC_ATTN_BK);
-                for (int64_t j = 0; j < nk; j++) s[j] += qi[d] * kr[j];
-            }
+            for (int64_t d = 0; d < b->d; d++)
+                for (int64_t j = 0; j < nk; j++)
+                    s[j] += qi[d] * b->kt[sdc_attn_kt_index(b->d, kb + j, d)];
             const float c = softmax_update(
                 s, nk, b->lk - kb, b->mask ? b->mask + i * b->lkp + kb : NULL, &b->m[i], &b->l[i]);
             float *o = b->o + i * b->dvp;
             if (c != 1.0f)
                 for (int64_t e = 0; e < b->dv; e++) o[e] *= c;
-            for (int64_t j = 0; j < nk; j++) {
-                const float *vr = b->v + (kb + j) * b->dvp;
-                for (int64_t e = 0; e < b->dv; e++) o[e] += s[j] * vr[e];
-            }
+            for (int64_t j = 0; j < nk; j++)
+                for (int64_t e = 0; e < b->dv; e++)
+                    o[e] += s[j] * b->v[sdc_attn_v_index(b->lkp, kb + j, e)];
         }
     }
     for (int64_t i = 0; i < b->nq; i++) {
