@@ -1,12 +1,16 @@
 /* Matrix multiplication dst = x @ w^T (SDC_OP_MATMUL) and the block GEMM behind it.
  *
- * Many rows: a block of weight columns (all of K, at most SHARED_BYTES) is dequantised
- * to F32 panels of NR columns once, by all threads together, into one shared area; then
- * threads take (row block, panel range) units from an atomic counter, pack their MC x KC
- * activation blocks (rows found through a row map, so strided x and broadcast batches
- * need no copy) and run a register-blocked micro-kernel over the shared panels. So no
- * panel is packed twice and no thread idles behind an uneven split. Few rows: one weight
- * row is dequantised at a time and dotted with each activation row. */
+ * Many rows: the weight is packed a block at a time (dequantised to F32 in panels of NR
+ * columns), activation rows a block at a time (MC x KC, in groups of MR; rows are found
+ * through a row map, so strided x and broadcast batches need no copy), and a
+ * register-blocked micro-kernel multiplies each row group by each panel. Threads split
+ * along the dimension that gives each whole panels:
+ *  - wide weights: columns. Each thread packs only its own panels (in its L2), so no
+ *    panel is packed twice and no barrier is needed.
+ *  - narrow weights (one packed block) with many rows: rows. The block is packed once, by
+ *    all threads together, into one shared area; then threads take (row block, panel
+ *    range) units from an atomic counter, so none idles behind an uneven split.
+ * Few rows: one weight row is dequantised at a time and dotted with each activation row. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -175,23 +179,36 @@ static size_t shared_bytes(int64_t K, int64_t N) {
     return 64 + align_up((size_t)(kpad * shared_cols(K, N)) * sizeof(float), 64);
 }
 
-static size_t thread_work_bytes(int64_t K) {
-    size_t gemm = APACK_BYTES + TMP_BYTES;
+static int64_t pack_cols(int64_t N) {
+    return min64(NC, (N + NR - 1) / NR * NR);
+}
+
+/* Per thread: own packed panels (column split), activation block, dequantisation rows;
+ * or one weight row (dot path). */
+static size_t thread_work_bytes(int64_t K, int64_t N) {
+    size_t gemm = bpack_bytes(pack_cols(N)) + APACK_BYTES + TMP_BYTES;
     size_t dot = (size_t)K * sizeof(float);
     return align_up(gemm > dot ? gemm : dot, 64);
 }
 
-/* The dot path (few rows) needs no shared panels. */
-static size_t shared_part(const sdc_tensor *dst) {
+/* Rows are split (over shared panels) when the weight is one packed block per slice and
+ * rows are many; otherwise columns are. */
+static bool split_rows(int64_t N, int64_t nslices, int64_t rows, int nth) {
+    return nth > 1 && nslices == 1 && N <= NC && rows >= 2 * MC * nth;
+}
+
+/* Only the row split uses the shared area. */
+static size_t shared_part(const sdc_tensor *dst, int nth) {
     const sdc_tensor *w = dst->src[0];
     const int64_t rows = dst->ne[1] * dst->ne[2] * dst->ne[3];
-    return w->ne[0] == 0 || rows < MIN_ROWS ? 64 : shared_bytes(w->ne[0], w->ne[1]);
+    return split_rows(w->ne[1], w->ne[2] * w->ne[3], rows, nth) ? shared_bytes(w->ne[0], w->ne[1])
+                                                                : 64;
 }
 
 size_t sdc_cpu_matmul_work_size(const sdc_tensor *dst, int nth) {
     const sdc_tensor *w = dst->src[0];
     if (!w || nth < 1) return 0;
-    return 64 + shared_part(dst) + (size_t)nth * thread_work_bytes(w->ne[0]);
+    return 64 + shared_part(dst, nth) + (size_t)nth * thread_work_bytes(w->ne[0], w->ne[1]);
 }
 
 /* Rows [m0, m1) x panels [p0, p1) of a shared block whose panels start at column nb0:
@@ -239,15 +256,16 @@ static void shared_unit(const sdc_gemm_kernels *kern, const float *bshared, int6
     }
 }
 
-/* Many rows, on nth cooperating threads (pooled) or alone. */
-static void matmul_shared(const sdc_cpu_params *p, bool pooled, const sdc_gemm_kernels *kern,
+/* Row split over shared panels, on the pool's nth threads. */
+static void matmul_shared(const sdc_cpu_params *p, const sdc_gemm_kernels *kern,
                           const sdc_tensor *w, row_map *rm, int64_t rows, int64_t r2, int64_t r3,
-                          char *base) {
+                          char *base, char *mine) {
     const int64_t K = w->ne[0], N = w->ne[1], w2 = w->ne[2], nslices = w->ne[2] * w->ne[3];
-    const int nth = pooled ? p->nth : 1, ith = pooled ? p->ith : 0;
+    const int nth = p->nth, ith = p->ith;
+    const bool pooled = true;
     _Atomic int64_t *next = (_Atomic int64_t *)base;
     float *bshared = (float *)(base + 64);
-    char *mine = base + shared_bytes(K, N) + (size_t)p->ith * thread_work_bytes(K);
+    mine += bpack_bytes(pack_cols(N));
     float *apack = (float *)mine, *tmp = (float *)(mine + APACK_BYTES);
     const int64_t ncs = shared_cols(K, N), nkb = (K + KC - 1) / KC;
     const int64_t nrb = (rows + MC - 1) / MC;
@@ -311,8 +329,8 @@ void sdc_cpu_matmul(const sdc_cpu_params *p, sdc_tensor *dst) {
                   .c_nb3 = dst->nb[3]};
     sdc_gemm_weight wt = {NULL, w->nb[1], w->type};
 
+    char *work = base + shared_part(dst, p->nth) + (size_t)p->ith * thread_work_bytes(K, N);
     if (K == 0 || rows < MIN_ROWS) {
-        float *rowbuf = (float *)(base + shared_part(dst) + (size_t)p->ith * thread_work_bytes(K));
         int64_t lo, hi;
         sdc_cpu_split(nslices * N, p->ith, p->nth, &lo, &hi);
         for (int64_t i = lo; i < hi;) {
@@ -321,15 +339,44 @@ void sdc_cpu_matmul(const sdc_cpu_params *p, sdc_tensor *dst) {
             rm.i3base = s / w2 * r3;
             wt.data =
                 (const char *)w->data + (size_t)(s % w2) * w->nb[2] + (size_t)(s / w2) * w->nb[3];
-            dot_block(kern, &wt, K, &rm, rows, n0, n1, rowbuf, false);
+            dot_block(kern, &wt, K, &rm, rows, n0, n1, (float *)work, false);
             i += n1 - n0;
         }
         return;
     }
-    /* shares run one after another (no pool, as in unit tests): the first does it all */
-    const bool pooled = p->nth > 1 && p->pool;
-    if (p->nth > 1 && !pooled && p->ith > 0) return;
-    matmul_shared(p, pooled, kern, w, &rm, rows, r2, r3, base);
+    /* (a pool is needed for the shared panels: shares run one after another, as in unit
+     * tests, split columns) */
+    if (split_rows(N, nslices, rows, p->nth) && p->pool) {
+        matmul_shared(p, kern, w, &rm, rows, r2, r3, base, work);
+        return;
+    }
+
+    /* Column split: items (slice, row chunk, panel); each thread packs its own panels and
+     * all activation rows, amortised over its columns. Rows are split too when panels are
+     * too few to keep every thread busy. */
+    const int64_t panels = (N + NR - 1) / NR;
+    int64_t nm = 1;
+    if (nslices * panels < 4 * p->nth) {
+        nm = (4 * p->nth + nslices * panels - 1) / (nslices * panels);
+        nm = min64(nm, (rows + MR - 1) / MR);
+    }
+    int64_t mchunk = ((rows + nm - 1) / nm + MR - 1) / MR * MR;
+    nm = (rows + mchunk - 1) / mchunk;
+
+    gemm_bufs buf = {(float *)work, (float *)(work + bpack_bytes(pack_cols(N))),
+                     (float *)(work + bpack_bytes(pack_cols(N)) + APACK_BYTES), pack_cols(N)};
+    int64_t lo, hi;
+    sdc_cpu_split(nslices * nm * panels, p->ith, p->nth, &lo, &hi);
+    for (int64_t i = lo; i < hi;) {
+        int64_t s = i / (nm * panels), rem = i - s * nm * panels;
+        int64_t mc = rem / panels, p0 = rem - mc * panels, p1 = min64(panels, p0 + (hi - i));
+        rm.i2base = s % w2 * r2;
+        rm.i3base = s / w2 * r3;
+        wt.data = (const char *)w->data + (size_t)(s % w2) * w->nb[2] + (size_t)(s / w2) * w->nb[3];
+        gemm_block(kern, &wt, K, &rm, mc * mchunk, min64(rows, (mc + 1) * mchunk), p0 * NR,
+                   min64(N, p1 * NR), &buf, false);
+        i += p1 - p0;
+    }
 }
 
 /* sdc_gemm_f32_nt's buffers: allocated once per thread, freed when the thread exits. */
