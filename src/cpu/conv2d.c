@@ -31,6 +31,14 @@ typedef struct conv_geom {
     int sx, sy, px, py, dx, dy, groups;
 } conv_geom;
 
+static size_t g_wbudget = CONV_WBUDGET;
+
+size_t sdc_cpu_conv2d_set_budget(size_t bytes) {
+    size_t old = g_wbudget;
+    g_wbudget = bytes ? bytes : CONV_WBUDGET;
+    return old;
+}
+
 static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
@@ -61,7 +69,7 @@ static conv_geom get_geom(const sdc_tensor *dst, int nth) {
     c.npix = c.ow * c.oh;
     c.nslices = (c.kdim + CONV_KC - 1) / CONV_KC;
     c.ngroups = (c.cout_g + MR - 1) / MR;
-    int64_t fit = (int64_t)(CONV_WBUDGET / sizeof(float)) / (c.nslices * APANEL);
+    int64_t fit = (int64_t)(g_wbudget / sizeof(float)) / (c.nslices * APANEL);
     c.bgroups = fit < 8 ? 8 : fit; /* huge reductions: 48 channels at a time still */
     if (c.bgroups > c.ngroups) c.bgroups = c.ngroups;
     /* whole tiles even for small images: each weight value loaded is used for nt pixels,
