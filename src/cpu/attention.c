@@ -12,9 +12,10 @@
 #include "cpu/cpu_features.h"
 #include "cpu/ops_util.h"
 
-/* bytes of packed keys/values per batch: about what the L2 caches hold, so a batch
- * stays close to the cores while its query blocks run */
-#define SDC_ATTN_KV_BUDGET ((size_t)3 << 19)
+/* bytes of packed keys/values per batch. Units run head by head, so a head's keys and
+ * values stay in the L2 caches while its query blocks run whatever the batch size; large
+ * batches mean few barriers (a thread that the OS deschedules holds the others up at each). */
+#define SDC_ATTN_KV_BUDGET ((size_t)8 << 20)
 
 static int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;

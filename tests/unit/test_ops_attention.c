@@ -124,10 +124,10 @@ int main(void) {
         {8, 8, 31, 257, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F16, 1, 1},
         {7, 5, 49, 1, 2, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 0, 1},
         {64, 48, 50, 600, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0}, /* 3 key blocks */
-        /* one head of 1100 keys x 256 dims (2.4 MB packed) is over a batch's 1.5 MB */
-        {256, 256, 13, 1100, 1, 1, 1, SDC_TYPE_F32, SDC_TYPE_F16, 0, 0},
-        /* batches of 7 heads: 16 x 2 heads of 300 keys x 64 (0.2 MB each) */
-        {64, 64, 7, 300, 16, 16, 2, SDC_TYPE_F32, SDC_TYPE_F16, 1, 0},
+        /* one head of 4200 keys x 256 dims (8.7 MB packed) is over a batch's 8 MB */
+        {256, 256, 13, 4200, 1, 1, 1, SDC_TYPE_F32, SDC_TYPE_F16, 0, 0},
+        /* batches of 7 heads: 16 x 2 heads of 2100 keys x 64 (1.1 MB each) */
+        {64, 64, 7, 2100, 16, 16, 2, SDC_TYPE_F32, SDC_TYPE_F16, 1, 0},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
     printf("attention: worst max err %.3g over all cases, tolerance %.3g\n", g_worst, TOL);
