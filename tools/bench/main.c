@@ -15,6 +15,7 @@
 #include "core/threadpool.h"
 #include "cpu/cpu_features.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/quant_dispatch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -372,6 +373,7 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
+    sdc_cpu_quant_init(); /* the SIMD row converters, as a CPU backend installs them */
     int nth = sdc_cpu_physical_cores();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) {

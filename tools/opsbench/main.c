@@ -11,6 +11,7 @@
 #include "core/threadpool.h"
 #include "cpu/cpu_features.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/quant_dispatch.h"
 
 static int g_quick, g_nfilters, g_cpu_time;
 static char **g_filters;
@@ -206,7 +207,8 @@ static void bench_rowwise(void) {
 }
 
 int main(int argc, char **argv) {
-    int nth = 2;
+    sdc_cpu_quant_init(); /* the SIMD row converters, as a CPU backend installs them */
+    int nth = sdc_cpu_physical_cores();
     g_filters = calloc((size_t)argc, sizeof(char *));
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) {
