@@ -5,9 +5,11 @@
  * (shared, never packed twice). Threads then take (pixel tile, channel range) units
  * from an atomic counter; for each reduction slice a unit gathers its pixels straight
  * into the [k][NR] panels the GEMM micro-kernel streams (im2col on the fly, no
- * intermediate copy) and runs the micro-kernel over them. Scratch: the packed weight
- * block (at most CONV_WBUDGET bytes) plus CONV_NT x CONV_KC floats per thread, whatever
- * the image size. Depthwise convolutions take a direct path. */
+ * intermediate copy) and runs the micro-kernel over them. Images of one or two tiles
+ * split channels instead and pack each weight micro-panel where it is used (it would
+ * serve at most two units). Scratch: the packed weight block (at most CONV_WBUDGET
+ * bytes) plus CONV_NT x CONV_KC floats per thread, whatever the image size. Depthwise
+ * convolutions take a direct path. */
 #include <stdatomic.h>
 #include <string.h>
 
