@@ -1,8 +1,12 @@
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getaffinity, CPU_ISSET */
+#endif
 #include "core/threadpool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -37,6 +41,49 @@ int sdc_cpu_count(void) {
     return n > 0 ? (int)n : 1;
 }
 
+#if defined(__linux__)
+static int read_int(const char *path) {
+    FILE *f = fopen(path, "r");
+    int v = -1;
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1) v = -1;
+        fclose(f);
+    }
+    return v;
+}
+#endif
+
+/* Cores (not SMT siblings) among the CPUs this process may run on: the GEMM kernels keep
+ * both FMA pipes of a core busy, so a second thread per core only adds contention. */
+int sdc_cpu_physical_cores(void) {
+    int logical = sdc_cpu_count();
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return logical;
+    enum { MAX_IDS = 1024 };
+    int ids[MAX_IDS];
+    int n = 0, allowed = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && n < MAX_IDS; cpu++) {
+        if (!CPU_ISSET(cpu, &set)) continue;
+        allowed++;
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+        int core = read_int(path);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
+                 cpu);
+        int pkg = read_int(path);
+        if (core < 0 || pkg < 0) return allowed < logical ? allowed : logical; /* no topology */
+        int id = pkg * 65536 + core, seen = 0;
+        for (int i = 0; i < n && !seen; i++) seen = ids[i] == id;
+        if (!seen) ids[n++] = id;
+    }
+    if (n < 1) return logical;
+    return n < logical ? n : logical;
+#else
+    return logical;
+#endif
+}
+
 static void *worker_main(void *p) {
     worker *w = p;
     sdc_threadpool *pool = w->pool;
@@ -68,7 +115,7 @@ static void *worker_main(void *p) {
 }
 
 sdc_threadpool *sdc_threadpool_create(int n_threads) {
-    if (n_threads <= 0) n_threads = sdc_cpu_count();
+    if (n_threads <= 0) n_threads = sdc_cpu_physical_cores();
     if (n_threads > 512) n_threads = 512;
     sdc_threadpool *p = calloc(1, sizeof *p);
     if (!p) return NULL;

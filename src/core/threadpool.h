@@ -6,12 +6,15 @@
 typedef struct sdc_threadpool sdc_threadpool;
 typedef void (*sdc_task_fn)(void *arg, int ith, int nth);
 
-sdc_threadpool *sdc_threadpool_create(int n_threads); /* n_threads <= 0: all cores */
+sdc_threadpool *sdc_threadpool_create(int n_threads); /* <= 0: sdc_cpu_physical_cores() */
 void sdc_threadpool_free(sdc_threadpool *p);
 int sdc_threadpool_size(const sdc_threadpool *p);
 void sdc_threadpool_run(sdc_threadpool *p, sdc_task_fn fn, void *arg);
 /* Only valid inside a run(); every thread of the pool must call it. */
 void sdc_threadpool_barrier(sdc_threadpool *p);
-int sdc_cpu_count(void);
+int sdc_cpu_count(void); /* online logical CPUs */
+/* Physical cores (SMT siblings counted once) among the CPUs this process may use; the
+ * default thread count, which never oversubscribes the machine. */
+int sdc_cpu_physical_cores(void);
 
 #endif

@@ -1,13 +1,21 @@
 /* Fused attention: out = softmax(q k^T * scale + mask) v without the Lq x Lk matrix.
- * Work units are (batch, head, block of SDC_ATTN_BQ queries); each thread takes a
- * contiguous range of units, so consecutive units share a key/value head, whose keys
- * (transposed) and values it converts to F32 once into its own scratch. */
+ * Key/value heads are taken a batch at a time (as many as fit SDC_ATTN_KV_BUDGET, at
+ * least one): all threads together convert the batch's keys (transposed) and values to
+ * F32 into one shared area, then take (head, block of SDC_ATTN_BQ queries) units from an
+ * atomic counter. So no head is packed twice and a thread never waits behind an uneven
+ * split; only each thread's query, score and output tiles are its own. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu/attention_impl.h"
 #include "cpu/cpu_features.h"
 #include "cpu/ops_util.h"
+
+/* bytes of packed keys/values per batch. Units run head by head, so a head's keys and
+ * values stay in the L2 caches while its query blocks run whatever the batch size; large
+ * batches mean few barriers (a thread that the OS deschedules holds the others up at each). */
+#define SDC_ATTN_KV_BUDGET ((size_t)8 << 20)
 
 static int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;
@@ -15,6 +23,8 @@ static int64_t round_up(int64_t x, int64_t m) {
 
 typedef struct attn_dims {
     int64_t d, dv, dvp, lq, lk, lkp, h, hk, nb, nqb;
+    int64_t kt_floats, v_floats; /* one packed head */
+    int64_t hb;                  /* key/value heads packed at once */
 } attn_dims;
 
 static attn_dims get_dims(const sdc_tensor *dst) {
@@ -24,21 +34,26 @@ static attn_dims get_dims(const sdc_tensor *dst) {
     a.lq = q->ne[1], a.lk = v->ne[1], a.lkp = round_up(a.lk, 16);
     a.h = q->ne[2], a.hk = v->ne[2], a.nb = q->ne[3];
     a.nqb = (a.lq + SDC_ATTN_BQ - 1) / SDC_ATTN_BQ;
+    a.kt_floats = round_up(a.d * round_up(a.lkp, SDC_ATTN_BK), 16);
+    a.v_floats = round_up(a.lkp * a.dvp, 16);
+    size_t head = (size_t)(a.kt_floats + a.v_floats) * sizeof(float);
+    int64_t fit = (int64_t)(SDC_ATTN_KV_BUDGET / (head ? head : 1));
+    a.hb = fit < 1 ? 1 : fit;
+    if (a.hb > a.nb * a.hk) a.hb = a.nb * a.hk;
+    if (a.hb < 1) a.hb = 1;
     return a;
 }
 
 /* Per-thread scratch, in floats, each part rounded to 64 bytes. */
 typedef struct attn_layout {
-    size_t kt, v, q, s, o, m, l, mask, total;
+    size_t q, s, o, m, l, mask, total;
 } attn_layout;
 
 static attn_layout get_layout(const attn_dims *a, bool has_mask) {
     attn_layout L;
     size_t off = 0;
 #define PART(name, n) (L.name = off, off += (size_t)round_up((int64_t)(n), 16))
-    PART(kt, a->d * round_up(a->lkp, SDC_ATTN_BK));
-    PART(v, a->lkp * a->dvp);
-    PART(q, SDC_ATTN_BQ * a->d);
+    PART(q, SDC_ATTN_BQ * (a->d > a->dv ? a->d : a->dv)); /* also a row buffer when packing */
     PART(s, SDC_ATTN_BQ * SDC_ATTN_BK);
     PART(o, SDC_ATTN_BQ * a->dvp);
     PART(m, SDC_ATTN_BQ);
@@ -49,115 +64,161 @@ static attn_layout get_layout(const attn_dims *a, bool has_mask) {
     return L;
 }
 
+/* Work area: [counter, 64 B] [hb packed heads] [per thread scratch] */
+static size_t shared_bytes(const attn_dims *a) {
+    return 64 + (size_t)(a->hb * (a->kt_floats + a->v_floats)) * sizeof(float);
+}
+
 size_t sdc_cpu_attention_work_size(const sdc_tensor *dst, int nth) {
     attn_dims a = get_dims(dst);
     attn_layout L = get_layout(&a, dst->src[3] != NULL);
-    return (L.total * sizeof(float) + 64) * (size_t)nth;
+    return 64 + shared_bytes(&a) + (L.total * sizeof(float) + 64) * (size_t)nth;
 }
 
-/* Keys of head (hk, b) transposed into [d][BK] panels per key block; values to
- * v[lkp][dvp]; zero padding. */
+/* Row j of a (keys or values) head as F32: a pointer into the tensor when it is
+ * contiguous F32, else converted into buf. */
+static const float *kv_row(const sdc_tensor *t, int64_t j, int64_t hk, int64_t b, int64_t n,
+                           float *buf) {
+    const char *r = sdc_row_ptr(t, j, hk, b);
+    if (t->nb[0] == sdc_type_get(t->type)->block_bytes) {
+        if (t->type == SDC_TYPE_F32) return (const float *)r;
+        sdc_type_get(t->type)->to_float(r, buf, n);
+    } else {
+        for (int64_t d = 0; d < n; d++) buf[d] = sdc_load_elem(t->type, r + d * t->nb[0]);
+    }
+    return buf;
+}
+
+/* Key rows [j0, j1) of the padded range [0, round_up(lkp, BK)) of head (hk, b) into the
+ * panel layouts of sdc_attn_kt_index / sdc_attn_v_index, zero padding. */
 static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a, int64_t hk,
-                    int64_t b, float *kt, float *vf) {
-    memset(kt, 0, sizeof(float) * (size_t)(a->d * round_up(a->lkp, SDC_ATTN_BK)));
-    memset(vf, 0, sizeof(float) * (size_t)(a->lkp * a->dvp));
-    for (int64_t j = 0; j < a->lk; j++) {
-        const char *kr = sdc_row_ptr(k, j, hk, b);
-        float *kp = kt + (j / SDC_ATTN_BK) * a->d * SDC_ATTN_BK + j % SDC_ATTN_BK;
-        if (k->type == SDC_TYPE_F32 && k->nb[0] == sizeof(float)) {
-            const float *kf = (const float *)kr;
-            for (int64_t d = 0; d < a->d; d++) kp[d * SDC_ATTN_BK] = kf[d];
-        } else {
-            for (int64_t d = 0; d < a->d; d++)
-                kp[d * SDC_ATTN_BK] = sdc_load_elem(k->type, kr + d * k->nb[0]);
+                    int64_t b, int64_t j0, int64_t j1, float *kt, float *vf, float *buf) {
+    for (int64_t j = j0; j < j1; j++) {
+        float *kp = kt + sdc_attn_kt_index(a->d, j, 0);
+        if (j >= a->lk) {
+            for (int64_t d = 0; d < a->d; d++) kp[d * 16] = 0.0f;
+            if (j < a->lkp)
+                for (int64_t e = 0; e < a->dvp; e += 16)
+                    memset(vf + sdc_attn_v_index(a->lkp, j, e), 0, sizeof(float) * 16);
+            continue;
         }
-        const char *vr = sdc_row_ptr(v, j, hk, b);
-        float *vo = vf + j * a->dvp;
-        if (v->type == SDC_TYPE_F32 && v->nb[0] == sizeof(float)) {
-            memcpy(vo, vr, sizeof(float) * (size_t)a->dv);
-        } else {
-            for (int64_t d = 0; d < a->dv; d++) vo[d] = sdc_load_elem(v->type, vr + d * v->nb[0]);
+        const float *kr = kv_row(k, j, hk, b, a->d, buf);
+        for (int64_t d = 0; d < a->d; d++) kp[d * 16] = kr[d];
+        const float *vr = kv_row(v, j, hk, b, a->dv, buf);
+        for (int64_t e = 0; e < a->dvp; e += 16) {
+            float *vo = vf + sdc_attn_v_index(a->lkp, j, e);
+            const int64_t n = a->dv - e < 16 ? a->dv - e : 16;
+            memcpy(vo, vr + e, sizeof(float) * (size_t)n);
+            if (n < 16) memset(vo + n, 0, sizeof(float) * (size_t)(16 - n));
         }
     }
 }
 
-void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
-    const sdc_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+/* One unit: query block qb of head h (batch b) against a packed key/value head. */
+static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layout *L,
+                      void (*block_fn)(const sdc_attn_block *), int64_t b, int64_t h, int64_t qb,
+                      const float *kt, const float *vf, float *w) {
+    const sdc_tensor *q = dst->src[0], *mask = dst->src[3];
     const float scale = dst->params.f[0];
+    const int64_t q0 = qb * SDC_ATTN_BQ;
+    const int64_t nq = a->lq - q0 < SDC_ATTN_BQ ? a->lq - q0 : SDC_ATTN_BQ;
+    const int64_t nqp = round_up(nq, 6);
+    float *qf = w + L->q;
+    for (int64_t i = 0; i < nqp; i++) {
+        float *qo = qf + i * a->d;
+        if (i >= nq) {
+            memset(qo, 0, sizeof(float) * (size_t)a->d);
+            continue;
+        }
+        const char *qr = sdc_row_ptr(q, q0 + i, h, b);
+        for (int64_t d = 0; d < a->d; d++)
+            qo[d] = sdc_load_elem(q->type, qr + d * q->nb[0]) * scale;
+    }
+    float *mf = NULL;
+    if (mask) {
+        mf = w + L->mask;
+        for (int64_t i = 0; i < nqp; i++) {
+            float *mo = mf + i * a->lkp;
+            int64_t j = 0;
+            if (i < nq) {
+                const char *mr = sdc_row_ptr(mask, q0 + i, h % mask->ne[2], b % mask->ne[3]);
+                if (mask->type == SDC_TYPE_F32 && mask->nb[0] == sizeof(float)) {
+                    memcpy(mo, mr, sizeof(float) * (size_t)a->lk);
+                    j = a->lk;
+                } else {
+                    for (; j < a->lk; j++) mo[j] = sdc_load_elem(mask->type, mr + j * mask->nb[0]);
+                }
+            } else {
+                for (; j < a->lk; j++) mo[j] = 0.0f;
+            }
+            for (; j < a->lkp; j++) mo[j] = -INFINITY;
+        }
+    }
+    sdc_attn_block blk = {
+        .nq = nqp,
+        .d = a->d,
+        .dv = a->dv,
+        .dvp = a->dvp,
+        .lk = a->lk,
+        .lkp = a->lkp,
+        .q = qf,
+        .kt = kt,
+        .v = vf,
+        .mask = mf,
+        .s = w + L->s,
+        .o = w + L->o,
+        .m = w + L->m,
+        .l = w + L->l,
+    };
+    block_fn(&blk);
+    for (int64_t i = 0; i < nq; i++)
+        memcpy(sdc_row_ptr(dst, h, q0 + i, b), blk.o + i * a->dvp, sizeof(float) * (size_t)a->dv);
+}
+
+void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
+    const sdc_tensor *k = dst->src[1], *v = dst->src[2];
     const attn_dims a = get_dims(dst);
-    const attn_layout L = get_layout(&a, mask != NULL);
-    /* this thread's scratch, 64-byte aligned */
-    uintptr_t base = (uintptr_t)p->wdata + (uintptr_t)p->ith * (L.total * sizeof(float) + 64);
-    float *w = (float *)((base + 63) & ~(uintptr_t)63);
+    const attn_layout L = get_layout(&a, dst->src[3] != NULL);
+    /* shares run one after another (no pool, as in unit tests): the first does it all */
+    const bool pooled = p->nth > 1 && p->pool;
+    if (p->nth > 1 && !pooled && p->ith > 0) return;
+    const int nth = pooled ? p->nth : 1, ith = pooled ? p->ith : 0;
+    char *base = (char *)(((uintptr_t)p->wdata + 63) & ~(uintptr_t)63);
+    _Atomic int64_t *next = (_Atomic int64_t *)base;
+    float *kvp = (float *)(base + 64);
+    uintptr_t tb = (uintptr_t)base + shared_bytes(&a) + (size_t)p->ith * (L.total * 4 + 64);
+    float *w = (float *)((tb + 63) & ~(uintptr_t)63);
 
     void (*block_fn)(const sdc_attn_block *) = sdc_attn_block_scalar;
 #if defined(SDC_HAVE_X86)
     if (sdc_cpu_isa() >= SDC_ISA_AVX2) block_fn = sdc_attn_block_avx2;
 #endif
-    const int64_t rep = a.h / a.hk;
-    int64_t lo, hi, cached = -1;
-    sdc_cpu_split(a.nb * a.h * a.nqb, p->ith, p->nth, &lo, &hi);
-    for (int64_t u = lo; u < hi; u++) {
-        const int64_t qb = u % a.nqb, h = (u / a.nqb) % a.h, b = u / (a.nqb * a.h);
-        const int64_t hk = h / rep, key = b * a.hk + hk;
-        if (key != cached) {
-            pack_kv(k, v, &a, hk, b, w + L.kt, w + L.v);
-            cached = key;
+    const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
+    const int64_t head_floats = a.kt_floats + a.v_floats;
+    for (int64_t kv0 = 0; kv0 < nkv; kv0 += a.hb) {
+        const int64_t nh = nkv - kv0 < a.hb ? nkv - kv0 : a.hb;
+        if (kv0 > 0 && pooled) sdc_cpu_barrier(p); /* everyone is done with the last batch */
+        if (ith == 0) atomic_store_explicit(next, 0, memory_order_relaxed);
+        int64_t lo, hi;
+        sdc_cpu_split(nh * jpad, ith, nth, &lo, &hi);
+        for (int64_t i = lo; i < hi;) { /* key rows of the batch's heads */
+            const int64_t hh = i / jpad, j0 = i % jpad,
+                          j1 = j0 + (hi - i) < jpad ? j0 + hi - i : jpad;
+            const int64_t kv = kv0 + hh;
+            float *kt = kvp + hh * head_floats;
+            pack_kv(k, v, &a, kv % a.hk, kv / a.hk, j0, j1, kt, kt + a.kt_floats, w + L.q);
+            i += j1 - j0;
         }
-        const int64_t q0 = qb * SDC_ATTN_BQ;
-        const int64_t nq = a.lq - q0 < SDC_ATTN_BQ ? a.lq - q0 : SDC_ATTN_BQ;
-        const int64_t nqp = round_up(nq, 6);
-        float *qf = w + L.q;
-        for (int64_t i = 0; i < nqp; i++) {
-            float *qo = qf + i * a.d;
-            if (i >= nq) {
-                memset(qo, 0, sizeof(float) * (size_t)a.d);
-                continue;
-            }
-            const char *qr = sdc_row_ptr(q, q0 + i, h, b);
-            for (int64_t d = 0; d < a.d; d++)
-                qo[d] = sdc_load_elem(q->type, qr + d * q->nb[0]) * scale;
+        if (pooled) sdc_cpu_barrier(p);
+        const int64_t units = nh * rep * a.nqb;
+        for (;;) {
+            const int64_t u = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
+            if (u >= units) break;
+            const int64_t hh = u / (rep * a.nqb), r = u % (rep * a.nqb);
+            const int64_t kv = kv0 + hh, b = kv / a.hk, h = kv % a.hk * rep + r / a.nqb;
+            const float *kt = kvp + hh * head_floats;
+            attn_unit(dst, &a, &L, block_fn, b, h, r % a.nqb, kt, kt + a.kt_floats, w);
         }
-        float *mf = NULL;
-        if (mask) {
-            mf = w + L.mask;
-            for (int64_t i = 0; i < nqp; i++) {
-                float *mo = mf + i * a.lkp;
-                int64_t j = 0;
-                if (i < nq) {
-                    const char *mr = sdc_row_ptr(mask, q0 + i, h % mask->ne[2], b % mask->ne[3]);
-                    if (mask->type == SDC_TYPE_F32 && mask->nb[0] == sizeof(float)) {
-                        memcpy(mo, mr, sizeof(float) * (size_t)a.lk);
-                        j = a.lk;
-                    } else {
-                        for (; j < a.lk; j++)
-                            mo[j] = sdc_load_elem(mask->type, mr + j * mask->nb[0]);
-                    }
-                } else {
-                    for (; j < a.lk; j++) mo[j] = 0.0f;
-                }
-                for (; j < a.lkp; j++) mo[j] = -INFINITY;
-            }
-        }
-        sdc_attn_block blk = {
-            .nq = nqp,
-            .d = a.d,
-            .dv = a.dv,
-            .dvp = a.dvp,
-            .lk = a.lk,
-            .lkp = a.lkp,
-            .q = qf,
-            .kt = w + L.kt,
-            .v = w + L.v,
-            .mask = mf,
-            .s = w + L.s,
-            .o = w + L.o,
-            .m = w + L.m,
-            .l = w + L.l,
-        };
-        block_fn(&blk);
-        for (int64_t i = 0; i < nq; i++)
-            memcpy(sdc_row_ptr(dst, h, q0 + i, b), blk.o + i * a.dvp, sizeof(float) * (size_t)a.dv);
     }
 }
 
@@ -197,19 +258,17 @@ void sdc_attn_block_scalar(const sdc_attn_block *b) {
             float *s = b->s + i * SDC_ATTN_BK;
             const float *qi = b->q + i * b->d;
             for (int64_t j = 0; j < nk; j++) s[j] = 0;
-            for (int64_t d = 0; d < b->d; d++) {
-                const float *kr = b->kt + (kb * b->d + d * SDC_ATTN_BK);
-                for (int64_t j = 0; j < nk; j++) s[j] += qi[d] * kr[j];
-            }
+            for (int64_t d = 0; d < b->d; d++)
+                for (int64_t j = 0; j < nk; j++)
+                    s[j] += qi[d] * b->kt[sdc_attn_kt_index(b->d, kb + j, d)];
             const float c = softmax_update(
                 s, nk, b->lk - kb, b->mask ? b->mask + i * b->lkp + kb : NULL, &b->m[i], &b->l[i]);
             float *o = b->o + i * b->dvp;
             if (c != 1.0f)
                 for (int64_t e = 0; e < b->dv; e++) o[e] *= c;
-            for (int64_t j = 0; j < nk; j++) {
-                const float *vr = b->v + (kb + j) * b->dvp;
-                for (int64_t e = 0; e < b->dv; e++) o[e] += s[j] * vr[e];
-            }
+            for (int64_t j = 0; j < nk; j++)
+                for (int64_t e = 0; e < b->dv; e++)
+                    o[e] += s[j] * b->v[sdc_attn_v_index(b->lkp, kb + j, e)];
         }
     }
     for (int64_t i = 0; i < b->nq; i++) {

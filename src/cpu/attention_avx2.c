@@ -48,12 +48,13 @@ static inline void micro_6x16(int64_t k, const float *A, int64_t lda, const floa
     _mm256_storeu_ps(C + 5 * ldc, c50), _mm256_storeu_ps(C + 5 * ldc + 8, c51);
 }
 
-/* C[m][n] (+)= A[m][k] B[k][n], m a multiple of 6, n of 16. */
+/* C[m][n] (+)= A[m][k] B[k][n], m a multiple of 6, n of 16; B in panels of [k][16],
+ * panel j / 16 at B + (j / 16) * pstride. */
 static void gemm_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc, bool acc) {
+                    int64_t pstride, float *C, int64_t ldc, bool acc) {
     for (int64_t j = 0; j < n; j += 16)
         for (int64_t i = 0; i < m; i += 6)
-            micro_6x16(k, A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, acc);
+            micro_6x16(k, A + i * lda, lda, B + j / 16 * pstride, 16, C + i * ldc + j, ldc, acc);
 }
 
 static float softmax_update_avx2(float *s, int64_t nk, int64_t valid, const float *mrow, float *m,
@@ -95,7 +96,7 @@ void sdc_attn_block_avx2(const sdc_attn_block *b) {
     }
     for (int64_t kb = 0; kb < b->lk; kb += SDC_ATTN_BK) {
         const int64_t nk = b->lkp - kb < SDC_ATTN_BK ? b->lkp - kb : SDC_ATTN_BK;
-        gemm_nn(b->nq, nk, b->d, b->q, b->d, b->kt + kb * b->d, SDC_ATTN_BK, b->s, SDC_ATTN_BK,
+        gemm_nn(b->nq, nk, b->d, b->q, b->d, b->kt + kb * b->d, b->d * 16, b->s, SDC_ATTN_BK,
                 false);
         for (int64_t i = 0; i < b->nq; i++) {
             const float c =
@@ -108,7 +109,7 @@ void sdc_attn_block_avx2(const sdc_attn_block *b) {
                     _mm256_storeu_ps(o + e, _mm256_mul_ps(_mm256_loadu_ps(o + e), vc));
             }
         }
-        gemm_nn(b->nq, b->dvp, nk, b->s, SDC_ATTN_BK, b->v + kb * b->dvp, b->dvp, b->o, b->dvp,
+        gemm_nn(b->nq, b->dvp, nk, b->s, SDC_ATTN_BK, b->v + kb * 16, b->lkp * 16, b->o, b->dvp,
                 true);
     }
     for (int64_t i = 0; i < b->nq; i++) {

@@ -1,26 +1,51 @@
 /* 2-D convolution as an implicit GEMM over bounded tiles:
- *   out[co][p] = bias[co] + sum_k w[co][k] * col[p][k],  k = (kw, kh, ci) of one group,
- * where col is built per tile of CONV_PT output pixels x CONV_KC values of k (im2col on
- * the fly) and w is dequantised per panel of CONV_MC output channels x CONV_KC. Each
- * thread owns a range of (channel block, pixel tile) units, so it dequantises each panel
- * once per range and never shares output.
- * Scratch per thread: (CONV_MC + CONV_PT) * CONV_KC floats, whatever the image size. */
+ *   out[co][p] = bias[co] + sum_k w[co][k] * col[p][k],  k = (kx, ky, ci) of one group.
+ * The weights of a block of output channels are dequantised and packed once, by all
+ * threads together, into micro-panels of SDC_GEMM_MR rows that every thread reads
+ * (shared, never packed twice). Threads then take (pixel tile, channel range) units
+ * from an atomic counter; for each reduction slice a unit gathers its pixels straight
+ * into the [k][NR] panels the GEMM micro-kernel streams (im2col on the fly, no
+ * intermediate copy) and runs the micro-kernel over them. Images of one or two tiles
+ * split channels instead and pack each weight micro-panel where it is used (it would
+ * serve at most two units). Scratch: the packed weight block (at most CONV_WBUDGET
+ * bytes) plus CONV_NT x CONV_KC floats per thread, whatever the image size. Depthwise
+ * convolutions take a direct path. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu/gemm.h"
 #include "cpu/ops_util.h"
 
-#define CONV_PT 128 /* output pixels per im2col tile */
-#define CONV_KC 256 /* reduction slice: a multiple of every quant block size */
-#define CONV_MC 256 /* output channels per weight panel */
+#define MR           SDC_GEMM_MR
+#define NR           SDC_GEMM_NR
+#define CONV_KC      SDC_GEMM_KC         /* reduction slice: a multiple of every quant block */
+#define CONV_NT      256                 /* pixels per tile (16 panels) */
+#define CONV_WBUDGET (32u << 20)         /* bytes of packed weights shared at once */
+#define APANEL       (CONV_KC * MR + 16) /* floats per packed micro-panel (+ pack_a spill) */
 
 typedef struct conv_geom {
-    int64_t iw, ih, cin, n, kw, kh, cout, ow, oh, cin_g, cout_g, kdim, npix, ntiles;
-    int64_t kstep; /* reduction slice: whole channels (kw*kh values) where possible */
+    int64_t iw, ih, cin, n, kw, kh, cout, ow, oh, cin_g, cout_g, kdim, npix;
+    int64_t nslices; /* reduction slices of CONV_KC */
+    int64_t ngroups; /* micro-panels of MR output channels per group (cout_g rounded up) */
+    int64_t bgroups; /* micro-panels per shared weight block */
+    int64_t nt;      /* pixels per tile, a multiple of NR */
+    bool fly;        /* one or two tiles: each unit packs its weights itself, in L1 */
     int sx, sy, px, py, dx, dy, groups;
 } conv_geom;
 
-static conv_geom get_geom(const sdc_tensor *dst) {
+static size_t g_wbudget = CONV_WBUDGET;
+
+size_t sdc_cpu_conv2d_set_budget(size_t bytes) {
+    size_t old = g_wbudget;
+    g_wbudget = bytes ? bytes : CONV_WBUDGET;
+    return old;
+}
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+static conv_geom get_geom(const sdc_tensor *dst, int nth) {
     const sdc_tensor *x = dst->src[0], *w = dst->src[1];
     const int32_t *pi = dst->params.i;
     conv_geom c = {
@@ -44,99 +69,177 @@ static conv_geom get_geom(const sdc_tensor *dst) {
     c.cin_g = c.cin / c.groups, c.cout_g = c.cout / c.groups;
     c.kdim = c.kw * c.kh * c.cin_g;
     c.npix = c.ow * c.oh;
-    c.ntiles = (c.npix + CONV_PT - 1) / CONV_PT;
-    /* quantised rows must be cut at block edges; plain ones at channel edges, so that
-     * im2col never starts a slice inside a kernel window */
-    const int64_t khw = c.kw * c.kh;
-    c.kstep = sdc_type_get(w->type)->is_quantized || khw > CONV_KC ? CONV_KC : CONV_KC / khw * khw;
+    c.nslices = (c.kdim + CONV_KC - 1) / CONV_KC;
+    c.ngroups = (c.cout_g + MR - 1) / MR;
+    int64_t fit = (int64_t)(g_wbudget / sizeof(float)) / (c.nslices * APANEL);
+    c.bgroups = fit < 8 ? 8 : fit; /* huge reductions: 48 channels at a time still */
+    if (c.bgroups > c.ngroups) c.bgroups = c.ngroups;
+    /* whole tiles even for small images: each weight value loaded is used for nt pixels,
+     * and the driver splits channels rather than pixels when tiles are few */
+    c.nt = min64(CONV_NT, (c.npix + NR - 1) / NR * NR);
+    /* with one or two tiles a packed weight would serve at most two units: converting it
+     * where it is used beats a round trip of the whole weight through memory */
+    c.fly = c.n * ((c.npix + c.nt - 1) / c.nt) <= 2;
+    if (c.fly) c.bgroups = c.ngroups;
+    (void)nth;
     return c;
 }
 
-static size_t thread_floats(void) {
-    return (size_t)(CONV_MC + CONV_PT) * CONV_KC;
+static bool is_depthwise(const sdc_tensor *dst, const conv_geom *c) {
+    return c->cin_g == 1 && c->cout_g == 1 && c->kdim <= CONV_KC &&
+           dst->src[0]->nb[0] == sizeof(float);
+}
+
+/* Work area: [counter (64 B)] [packed weight block] [per thread: col panels, rows]. */
+static size_t shared_bytes(const conv_geom *c) {
+    return 64 + (c->fly ? 0 : (size_t)(c->bgroups * c->nslices * APANEL) * sizeof(float));
+}
+static size_t thread_bytes(const conv_geom *c) {
+    return ((size_t)(c->nt * CONV_KC) + (size_t)MR * CONV_KC + APANEL) * sizeof(float) + 64;
 }
 
 size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) {
-    return (thread_floats() * sizeof(float) + 64) * (size_t)nth;
+    conv_geom c = get_geom(dst, nth);
+    if (is_depthwise(dst, &c)) return ((size_t)CONV_KC * sizeof(float) + 64) * (size_t)nth;
+    return 64 + shared_bytes(&c) + thread_bytes(&c) * (size_t)nth;
 }
 
-/* Window values of one pixel whose whole window lies inside the image, for the slice
- * starting at channel ci (kc a multiple of kw*kh): no bounds checks. */
-static void window_inside(const float *xp, const conv_geom *c, int64_t ys, int64_t cs, int64_t ci,
-                          int64_t kc, bool wide, float *row) {
-    const int64_t khw = c->kw * c->kh;
-    for (int64_t kk = 0; kk < kc; kk += khw, ci++) {
-        const float *xc = xp + ci * cs;
-        float *r = row + kk;
-        if (wide) {
-            /* 4-float moves: the 4th value is overwritten by the next move; the last one
-             * lands past kc (< CONV_KC) and is never read; x[3] exists as !right edge */
-            for (int64_t ky = 0; ky < c->kh; ky++, r += 3) memcpy(r, xc + ky * ys, 16);
-        } else if (c->kw == 3 && c->dx == 1) {
-            for (int64_t ky = 0; ky < c->kh; ky++, r += 3) {
-                const float *xr = xc + ky * ys;
-                r[0] = xr[0], r[1] = xr[1], r[2] = xr[2];
-            }
-        } else {
-            for (int64_t ky = 0; ky < c->kh; ky++)
-                for (int64_t kx = 0; kx < c->kw; kx++) *r++ = xc[ky * ys + kx * c->dx];
-        }
-    }
-}
-
-/* col[p][kk] for pixels [p0, p0+np) and k in [k0, k0+kc) of group g, batch n. */
-static void im2col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t g, int64_t p0,
-                        int64_t np, int64_t k0, int64_t kc, float *col) {
-    const int64_t khw = c->kw * c->kh;
-    const size_t xs0 = x->nb[0];
-    const bool whole = k0 % khw == 0 && kc % khw == 0 && xs0 == sizeof(float);
-    const int64_t ys = (int64_t)(x->nb[1] / sizeof(float)) * c->dy;
-    const int64_t cs = (int64_t)(x->nb[2] / sizeof(float));
-    for (int64_t pp = 0; pp < np; pp++) {
-        const int64_t p = p0 + pp, oy = p / c->ow, ox = p % c->ow;
-        const int64_t iy0 = oy * c->sy - c->py, ix0 = ox * c->sx - c->px;
-        float *row = col + pp * CONV_KC;
-        int64_t ci = k0 / khw, r = k0 % khw, ky = r / c->kw, kx = r % c->kw, kk = 0;
-        if (whole && iy0 >= 0 && iy0 + (c->kh - 1) * c->dy < c->ih && ix0 >= 0 &&
-            ix0 + (c->kw - 1) * c->dx < c->iw) {
-            const float *xp = (const float *)sdc_row_ptr(x, iy0, g * c->cin_g, n) + ix0;
-            const bool wide = c->kw == 3 && c->dx == 1 && ix0 + 3 < c->iw && kc < CONV_KC;
-            window_inside(xp, c, ys, cs, ci, kc, wide, row);
-            continue;
-        }
-        while (kk < kc) {
-            const int64_t iy = iy0 + ky * c->dy;
-            const char *xrow =
-                iy >= 0 && iy < c->ih ? sdc_row_ptr(x, iy, g * c->cin_g + ci, n) : NULL;
-            for (; kx < c->kw && kk < kc; kx++, kk++) {
-                const int64_t ix = ix0 + kx * c->dx;
-                row[kk] = xrow && ix >= 0 && ix < c->iw ? *(const float *)(xrow + ix * xs0) : 0.0f;
-            }
-            if (kx == c->kw) {
-                kx = 0;
-                if (++ky == c->kh) ky = 0, ci++;
-            }
-        }
-    }
-}
-
-/* Pointer to a weight panel rows [co0, co0+mc) x k [k0, k0+kc) as F32 with its row
- * stride; converts into `panel` unless the weights are F32 already. */
-static const float *weight_panel(const sdc_tensor *w, const conv_geom *c, int64_t co0, int64_t mc,
-                                 int64_t k0, int64_t kc, float *panel, int64_t *ld) {
-    if (w->type == SDC_TYPE_F32) {
-        *ld = c->kdim;
-        return (const float *)w->data + co0 * c->kdim + k0;
-    }
+/* Pointer to weight row co's values [k0, k0+kc) as F32 (converted into tmp unless F32). */
+static const float *weight_row(const sdc_tensor *w, const conv_geom *c, int64_t co, int64_t k0,
+                               int64_t kc, float *tmp) {
+    if (w->type == SDC_TYPE_F32) return (const float *)w->data + co * c->kdim + k0;
     const sdc_type_traits *tr = sdc_type_get(w->type);
-    const size_t row_bytes = sdc_type_row_bytes(w->type, c->kdim);
-    for (int64_t i = 0; i < mc; i++) {
-        const char *src = (const char *)w->data + (size_t)(co0 + i) * row_bytes +
-                          (size_t)(k0 / tr->block_size) * tr->block_bytes;
-        tr->to_float(src, panel + i * CONV_KC, kc);
+    const char *src = (const char *)w->data + (size_t)co * sdc_type_row_bytes(w->type, c->kdim) +
+                      (size_t)(k0 / tr->block_size) * tr->block_bytes;
+    tr->to_float(src, tmp, kc);
+    return tmp;
+}
+
+/* Packs micro-panel r of slice s of the weight block whose first output channel is co0
+ * (valid channels end at co_end) into dst (APANEL floats). */
+static void pack_weights(const sdc_gemm_kernels *kern, const sdc_tensor *w, const conv_geom *c,
+                         int64_t co0, int64_t co_end, int64_t s, int64_t r, float *dst,
+                         float *tmp) {
+    static const float zero[CONV_KC];
+    const int64_t k0 = s * CONV_KC, kc = min64(CONV_KC, c->kdim - k0);
+    const float *rows[MR];
+    for (int i = 0; i < MR; i++) {
+        const int64_t co = co0 + r * MR + i;
+        rows[i] = co < co_end ? weight_row(w, c, co, k0, kc, tmp + i * CONV_KC) : zero;
     }
-    *ld = CONV_KC;
-    return panel;
+    kern->pack_a(rows, kc, dst);
+}
+
+/* A run of panel columns that lies in one output row. */
+typedef struct col_seg {
+    int64_t j0, len, iy0, ix0;
+} col_seg;
+
+/* panel[kk * NR + j] = input value under tap k0+kk of pixel pix0+j (zero outside the
+ * image and for j >= npx): im2col of one panel, straight into the micro-kernel layout. */
+static void pack_col_panel(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t g,
+                           int64_t pix0, int64_t npx, int64_t k0, int64_t kc, float *panel) {
+    col_seg seg[NR];
+    int nseg = 0;
+    for (int64_t j = 0; j < npx;) {
+        const int64_t p = pix0 + j, oy = p / c->ow, ox = p % c->ow;
+        const int64_t len = min64(npx - j, c->ow - ox);
+        seg[nseg++] = (col_seg){j, len, oy * c->sy - c->py, ox * c->sx - c->px};
+        j += len;
+    }
+    const size_t nb0 = x->nb[0];
+    const bool unit = c->sx == 1 && nb0 == sizeof(float);
+    const int64_t khw = c->kw * c->kh;
+    int64_t ci = k0 / khw, ky = k0 % khw / c->kw, kx = k0 % c->kw;
+    for (int64_t kk = 0; kk < kc; kk++) {
+        float *d = panel + kk * NR;
+        if (npx < NR) memset(d + npx, 0, sizeof(float) * (size_t)(NR - npx));
+        for (int sI = 0; sI < nseg; sI++) {
+            const col_seg *sg = &seg[sI];
+            float *o = d + sg->j0;
+            const int64_t iy = sg->iy0 + ky * c->dy, ix = sg->ix0 + kx * c->dx;
+            if (iy < 0 || iy >= c->ih) {
+                memset(o, 0, sizeof(float) * (size_t)sg->len);
+                continue;
+            }
+            const char *xr = sdc_row_ptr(x, iy, g * c->cin_g + ci, n);
+            if (unit) {
+                const float *xf = (const float *)xr;
+                if (sg->len == NR && ix >= 0 && ix + NR <= c->iw) {
+                    memcpy(o, xf + ix, sizeof(float) * NR);
+                    continue;
+                }
+                /* columns [lo, hi) of the run are inside the image */
+                int64_t lo = ix < 0 ? -ix : 0, hi = c->iw - ix;
+                lo = min64(lo, sg->len), hi = hi < lo ? lo : min64(hi, sg->len);
+                for (int64_t j = 0; j < lo; j++) o[j] = 0.0f;
+                if (hi > lo) memcpy(o + lo, xf + ix + lo, sizeof(float) * (size_t)(hi - lo));
+                for (int64_t j = hi; j < sg->len; j++) o[j] = 0.0f;
+            } else if (nb0 == sizeof(float) && ix >= 0 && ix + (sg->len - 1) * c->sx < c->iw) {
+                const float *xf = (const float *)xr + ix; /* strided, all inside */
+                for (int64_t j = 0; j < sg->len; j++) o[j] = xf[j * c->sx];
+            } else {
+                for (int64_t j = 0; j < sg->len; j++) {
+                    const int64_t xx = ix + j * c->sx;
+                    o[j] = xx >= 0 && xx < c->iw ? *(const float *)(xr + (size_t)xx * nb0) : 0.0f;
+                }
+            }
+        }
+        if (++kx == c->kw) {
+            kx = 0;
+            if (++ky == c->kh) ky = 0, ci++;
+        }
+    }
+}
+
+/* One unit: pixels [pix0, pix0+np) of image n, micro-panels [r0, r1) of the packed block
+ * whose first channel is co0 (valid channels end at co_end); wpack NULL: pack each
+ * micro-panel here (into abuf, with tmp for conversion). */
+static void conv_unit(const sdc_gemm_kernels *kern, const sdc_tensor *x, sdc_tensor *dst,
+                      const conv_geom *c, const float *wpack, int64_t n, int64_t g, int64_t co0,
+                      int64_t co_end, int64_t r0, int64_t r1, int64_t pix0, int64_t np, float *col,
+                      float *abuf, float *tmp) {
+    const sdc_tensor *bias = dst->src[2];
+    const int64_t npanels = (np + NR - 1) / NR;
+    for (int64_t co = co0 + r0 * MR; co < min64(co_end, co0 + r1 * MR); co++) {
+        float *out = (float *)sdc_row_ptr(dst, 0, co, n) + pix0;
+        const float b = bias ? ((const float *)bias->data)[co] : 0.0f;
+        for (int64_t i = 0; i < np; i++) out[i] = b;
+    }
+    for (int64_t s = 0; s < c->nslices; s++) {
+        const int64_t k0 = s * CONV_KC, kc = min64(CONV_KC, c->kdim - k0);
+        for (int64_t q = 0; q < npanels; q++)
+            pack_col_panel(x, c, n, g, pix0 + q * NR, min64(NR, np - q * NR), k0, kc,
+                           col + q * kc * NR);
+        for (int64_t r = r0; r < r1; r++) {
+            const float *a = wpack + (s * c->bgroups + r) * APANEL;
+            if (!wpack) {
+                pack_weights(kern, dst->src[1], c, co0, co_end, s, r, abuf, tmp);
+                a = abuf;
+            }
+            const int64_t cr = co0 + r * MR, mr = min64(MR, co_end - cr);
+            float *crow[MR];
+            for (int64_t i = 0; i < mr; i++)
+                crow[i] = (float *)sdc_row_ptr(dst, 0, cr + i, n) + pix0;
+            for (int64_t q = 0; q < npanels; q++) {
+                const int64_t nr = min64(NR, np - q * NR);
+                float *cp[MR];
+                if (mr == MR && nr == NR) {
+                    for (int i = 0; i < MR; i++) cp[i] = crow[i] + q * NR;
+                    kern->ukernel(kc, a, col + q * kc * NR, cp, 1);
+                    continue;
+                }
+                /* edge tile: compute into a full tile, copy the valid part */
+                float tile[MR][NR] = {{0}};
+                for (int i = 0; i < MR; i++) cp[i] = tile[i];
+                for (int64_t i = 0; i < mr; i++)
+                    memcpy(tile[i], crow[i] + q * NR, (size_t)nr * sizeof(float));
+                kern->ukernel(kc, a, col + q * kc * NR, cp, 1);
+                for (int64_t i = 0; i < mr; i++)
+                    memcpy(crow[i] + q * NR, tile[i], (size_t)nr * sizeof(float));
+            }
+        }
+    }
 }
 
 /* Depthwise (one input and one output channel per group): out[p] += sum of taps, done
@@ -166,51 +269,74 @@ static void depthwise_range(const sdc_tensor *x, const conv_geom *c, int64_t n, 
     }
 }
 
-void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
-    const sdc_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
-    const conv_geom c = get_geom(dst);
-    uintptr_t base =
-        (uintptr_t)p->wdata + (uintptr_t)p->ith * (thread_floats() * sizeof(float) + 64);
-    float *panel = (float *)((base + 63) & ~(uintptr_t)63);
-    float *col = panel + (size_t)CONV_MC * CONV_KC;
-    const int64_t plane = (int64_t)(dst->nb[2] / sizeof(float));
-    const bool depthwise =
-        c.cin_g == 1 && c.cout_g == 1 && c.kdim <= c.kstep && x->nb[0] == sizeof(float);
+#define DW_PT 128 /* pixels per depthwise unit */
 
+static void conv_depthwise(const sdc_cpu_params *p, sdc_tensor *dst, const conv_geom *c) {
+    const sdc_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
+    uintptr_t base = (uintptr_t)p->wdata + (uintptr_t)p->ith * (CONV_KC * sizeof(float) + 64);
+    float *taps = (float *)((base + 63) & ~(uintptr_t)63);
+    const int64_t ntiles = (c->npix + DW_PT - 1) / DW_PT;
     int64_t lo, hi;
-    /* units: (batch, group, block of CONV_MC output channels, pixel tile); a thread walks
-     * its range in segments sharing the first three, reusing each weight panel */
-    const int64_t ncb = (c.cout_g + CONV_MC - 1) / CONV_MC;
-    sdc_cpu_split(c.n * c.groups * ncb * c.ntiles, p->ith, p->nth, &lo, &hi);
-    for (int64_t u = lo; u < hi;) {
-        const int64_t seg = u / c.ntiles, cb = seg % ncb, g = (seg / ncb) % c.groups,
-                      n = seg / (ncb * c.groups);
-        const int64_t t0 = u % c.ntiles,
-                      t1 = hi - seg * c.ntiles < c.ntiles ? hi - seg * c.ntiles : c.ntiles;
-        u = seg * c.ntiles + t1;
-        const int64_t pix0 = t0 * CONV_PT, pix1 = t1 * CONV_PT < c.npix ? t1 * CONV_PT : c.npix;
-        const int64_t m0 = cb * CONV_MC, mc = c.cout_g - m0 < CONV_MC ? c.cout_g - m0 : CONV_MC;
-        const int64_t co0 = g * c.cout_g + m0;
-        for (int64_t co = co0; co < co0 + mc; co++) {
-            float *out = (float *)sdc_row_ptr(dst, 0, co, n) + pix0;
-            const float b = bias ? ((const float *)bias->data)[co] : 0.0f;
-            for (int64_t i = 0; i < pix1 - pix0; i++) out[i] = b;
-        }
-        if (depthwise) {
-            int64_t lda;
-            const float *wk = weight_panel(w, &c, co0, 1, 0, c.kdim, panel, &lda);
-            depthwise_range(x, &c, n, g, pix0, pix1, wk, (float *)sdc_row_ptr(dst, 0, co0, n));
-            continue;
-        }
-        for (int64_t k0 = 0; k0 < c.kdim; k0 += c.kstep) {
-            const int64_t kc = c.kdim - k0 < c.kstep ? c.kdim - k0 : c.kstep;
-            int64_t lda;
-            const float *A = weight_panel(w, &c, co0, mc, k0, kc, panel, &lda);
-            for (int64_t q0 = pix0; q0 < pix1; q0 += CONV_PT) {
-                const int64_t np = pix1 - q0 < CONV_PT ? pix1 - q0 : CONV_PT;
-                im2col_tile(x, &c, n, g, q0, np, k0, kc, col);
-                float *C = (float *)sdc_row_ptr(dst, 0, co0, n) + q0;
-                sdc_gemm_f32_nt(mc, np, kc, A, lda, col, CONV_KC, C, plane, true);
+    sdc_cpu_split(c->n * c->groups * ntiles, p->ith, p->nth, &lo, &hi);
+    for (int64_t u = lo; u < hi;) { /* runs of tiles of one (image, channel) */
+        const int64_t seg = u / ntiles, g = seg % c->groups, n = seg / c->groups;
+        const int64_t t0 = u % ntiles, t1 = min64(ntiles, hi - seg * ntiles);
+        u = seg * ntiles + t1;
+        const int64_t pix0 = t0 * DW_PT, pix1 = min64(c->npix, t1 * DW_PT);
+        float *out = (float *)sdc_row_ptr(dst, 0, g, n);
+        const float b = bias ? ((const float *)bias->data)[g] : 0.0f;
+        for (int64_t i = pix0; i < pix1; i++) out[i] = b;
+        const float *wk = weight_row(w, c, g, 0, c->kdim, taps);
+        depthwise_range(x, c, n, g, pix0, pix1, wk, out);
+    }
+}
+
+void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
+    const sdc_tensor *x = dst->src[0], *w = dst->src[1];
+    const conv_geom c = get_geom(dst, p->nth);
+    if (is_depthwise(dst, &c)) {
+        conv_depthwise(p, dst, &c);
+        return;
+    }
+    /* shares run one after another (no pool, as in unit tests): the first does it all */
+    const bool pooled = p->nth > 1 && p->pool;
+    if (p->nth > 1 && !pooled && p->ith > 0) return;
+    const int nth = pooled ? p->nth : 1;
+    char *base = (char *)(((uintptr_t)p->wdata + 63) & ~(uintptr_t)63);
+    _Atomic int64_t *next = (_Atomic int64_t *)base;
+    float *wpack = (float *)(base + 64);
+    uintptr_t tb = (uintptr_t)base + shared_bytes(&c) + (size_t)p->ith * thread_bytes(&c);
+    float *col = (float *)((tb + 63) & ~(uintptr_t)63);
+    float *tmp = col + c.nt * CONV_KC, *abuf = tmp + MR * CONV_KC;
+    const sdc_gemm_kernels *kern = sdc_gemm_kernels_for(sdc_cpu_isa());
+    const int64_t tiles_img = (c.npix + c.nt - 1) / c.nt, ntiles = c.n * tiles_img;
+    bool first = true;
+    for (int64_t g = 0; g < c.groups; g++) {
+        for (int64_t b0 = 0; b0 < c.ngroups; b0 += c.bgroups) {
+            const int64_t nb = min64(c.bgroups, c.ngroups - b0);
+            const int64_t co0 = g * c.cout_g + b0 * MR, co_end = (g + 1) * c.cout_g;
+            /* few tiles: split the channels too, so that no thread idles */
+            const int64_t rsplit =
+                ntiles >= 4 * nth ? 1 : min64(nb, (4 * nth + ntiles - 1) / ntiles);
+            if (!first && pooled) sdc_cpu_barrier(p); /* everyone is done with wpack */
+            first = false;
+            if (p->ith == 0) atomic_store_explicit(next, 0, memory_order_relaxed);
+            int64_t lo, hi;
+            sdc_cpu_split(c.fly ? 0 : c.nslices * nb, pooled ? p->ith : 0, nth, &lo, &hi);
+            for (int64_t u = lo; u < hi; u++) {
+                const int64_t s = u / nb, r = u % nb;
+                pack_weights(kern, w, &c, co0, co_end, s, r, wpack + (s * c.bgroups + r) * APANEL,
+                             tmp);
+            }
+            if (pooled) sdc_cpu_barrier(p);
+            const int64_t units = ntiles * rsplit;
+            for (;;) {
+                const int64_t u = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
+                if (u >= units) break;
+                const int64_t t = u / rsplit, rc = u % rsplit, img = t / tiles_img;
+                const int64_t pix0 = (t % tiles_img) * c.nt, np = min64(c.nt, c.npix - pix0);
+                conv_unit(kern, x, dst, &c, c.fly ? NULL : wpack, img, g, co0, co_end,
+                          rc * nb / rsplit, (rc + 1) * nb / rsplit, pix0, np, col, abuf, tmp);
             }
         }
     }

@@ -53,6 +53,9 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst);
 size_t sdc_cpu_attention_work_size(const sdc_tensor *dst, int nth);
 void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst);
 size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth);
+/* Tests: bytes of packed weights conv2d shares at once (0: the default); returns the old
+ * value. Not thread-safe; set it only while no graph runs. */
+size_t sdc_cpu_conv2d_set_budget(size_t bytes);
 
 /* Kernel and work-size function for an op (NULL work fn: needs none). */
 sdc_cpu_kernel_fn sdc_cpu_kernel_for(sdc_op op);

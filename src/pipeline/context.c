@@ -237,7 +237,7 @@ int sdc_context_size_multiple(const sdc_context *ctx) {
 
 static int clamp_threads(int n) {
     int cores = sdc_cpu_count();
-    if (n <= 0) return cores;
+    if (n <= 0) return sdc_cpu_physical_cores(); /* SMT siblings only add contention */
     if (n > cores) {
         SDC_LOGW("-t %d: this machine has %d CPUs; using %d threads", n, cores, cores);
         return cores;

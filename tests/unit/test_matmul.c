@@ -272,6 +272,17 @@ int main(void) {
     /* one large F32 case: several k, row and column blocks, with tails */
     double e = test_case(SDC_TYPE_F32, (mm_case){100, 530, 600, 1, 1, 1, 1, 1, 0}, 3);
     printf("matmul f32 M=100 N=530 K=600: max rel err %.3g\n", e);
+    /* narrow weights, many rows: the row split over shared panels (2 and 3 threads),
+     * with a partial last row block, panel and k block */
+    e = test_case(SDC_TYPE_F32, (mm_case){450, 130, 300, 1, 1, 1, 1, 2, 0}, 3);
+    printf("matmul f32 M=450 N=130 K=300 (row split): max rel err %.3g\n", e);
+    e = test_case(SDC_TYPE_Q4_K, (mm_case){440, 77, 512, 1, 1, 1, 1, 0, 0}, 3);
+    printf("matmul q4_K M=440 N=77 K=512 (row split): max rel err %.3g\n", e);
+    /* wide weights (1030 columns), two weight slices, few rows; F16 and Q8_0 */
+    e = test_case(SDC_TYPE_F16, (mm_case){20, 1030, 40, 2, 1, 2, 1, 0, 0}, 3);
+    printf("matmul f16 M=20 N=1030 K=40 2 slices: max rel err %.3g\n", e);
+    e = test_case(SDC_TYPE_Q8_0, (mm_case){75, 1030, 64, 1, 1, 1, 1, 0, 0}, 3);
+    printf("matmul q8_0 M=75 N=1030 K=64: max rel err %.3g\n", e);
     test_gemm_nt();
     sdc_cpu_set_isa(SDC_ISA_AVX512);
     for (int i = 0; i < 4; i++) sdc_threadpool_free(g_pool[i]);

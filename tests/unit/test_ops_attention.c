@@ -1,7 +1,34 @@
 /* Fused attention vs a double-precision softmax(q k^T s + mask) v: Lq != Lk, GQA
  * (H != Hk), masks (F32/F16, -inf, fully masked rows, broadcast), F16 inputs, odd
- * lengths, permuted q; scalar and AVX2 paths; 1 and 3 thread shares. */
+ * lengths, permuted q; scalar and AVX2 paths; 1 thread, 3 shares one after another, and
+ * real pools of 2 and 3 threads (shared key/value packing, units from an atomic counter;
+ * batches of several heads, and one head larger than a batch's budget). */
+#include "core/threadpool.h"
 #include "ops_test_common.h"
+
+typedef struct pool_job {
+    sdc_tensor *dst;
+    void *work;
+    size_t size;
+    sdc_threadpool *pool;
+} pool_job;
+
+static void pool_task(void *arg, int ith, int nth) {
+    pool_job *j = arg;
+    sdc_cpu_params p = {
+        .ith = ith, .nth = nth, .wdata = j->work, .wsize = j->size, .pool = j->pool};
+    sdc_cpu_kernel_for(j->dst->op)(&p, j->dst);
+}
+
+/* Runs dst's kernel on a real pool of nth threads. */
+static void run_pool(sdc_tensor *dst, int nth) {
+    sdc_threadpool *pool = sdc_threadpool_create(nth);
+    size_t ws = sdc_cpu_work_for(dst->op)(dst, sdc_threadpool_size(pool));
+    pool_job j = {dst, malloc(ws), ws, pool};
+    sdc_threadpool_run(pool, pool_task, &j);
+    free(j.work);
+    sdc_threadpool_free(pool);
+}
 
 /* Measured max abs error 1.5e-7 over all cases (scalar and AVX2, x86-64); about 10x that. */
 static const double TOL = 1.5e-6;
@@ -65,16 +92,22 @@ static void run_cfg(const cfg *c) {
     const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
     const int n_isa = sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1;
     for (int ii = 0; ii < n_isa; ii++)
-        for (int nth = 1; nth <= 3; nth += 2) {
+        for (int run = 0; run < 4; run++) {
+            /* 1 thread, 3 shares in sequence, pools of 2 and 3 */
+            const int nth = run == 0 ? 1 : run == 1 ? 3 : run, pooled = run >= 2;
             sdc_cpu_set_isa(isas[ii]);
             memset(dst->data, 0x7f, sdc_tensor_nbytes(dst));
-            t_run(dst, nth);
+            if (pooled)
+                run_pool(dst, nth);
+            else
+                t_run(dst, nth);
             double e = t_max_err(dst, ref);
             printf("attention D=%lld Dv=%lld Lq=%lld Lk=%lld H=%lld Hk=%lld B=%lld q=%s kv=%s "
-                   "mask=%d permq=%d isa=%s nth=%d: max err %.3g\n",
+                   "mask=%d permq=%d isa=%s nth=%d%s: max err %.3g\n",
                    (long long)c->d, (long long)c->dv, (long long)c->lq, (long long)c->lk,
                    (long long)c->h, (long long)c->hk, (long long)c->b, sdc_type_name(c->qt),
-                   sdc_type_name(c->kvt), c->mask, c->permute_q, sdc_isa_name(isas[ii]), nth, e);
+                   sdc_type_name(c->kvt), c->mask, c->permute_q, sdc_isa_name(isas[ii]), nth,
+                   pooled ? " pool" : "", e);
             CHECK(e < TOL, "attention err %g (tolerance %g)", e, TOL);
             if (e > g_worst || e != e) g_worst = e;
         }
@@ -91,6 +124,10 @@ int main(void) {
         {8, 8, 31, 257, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F16, 1, 1},
         {7, 5, 49, 1, 2, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 0, 1},
         {64, 48, 50, 600, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0}, /* 3 key blocks */
+        /* one head of 4200 keys x 256 dims (8.7 MB packed) is over a batch's 8 MB */
+        {256, 256, 13, 4200, 1, 1, 1, SDC_TYPE_F32, SDC_TYPE_F16, 0, 0},
+        /* batches of 7 heads: 16 x 2 heads of 2100 keys x 64 (1.1 MB each) */
+        {64, 64, 7, 2100, 16, 16, 2, SDC_TYPE_F32, SDC_TYPE_F16, 1, 0},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
     printf("attention: worst max err %.3g over all cases, tolerance %.3g\n", g_worst, TOL);

@@ -1,7 +1,8 @@
 /* sdc-bench: measures this machine's FMA peak, GEMM throughput per weight type and
  * attention throughput, on 1 and N threads. Figures only; nothing here is a test.
  *   sdc-bench [-t N] [--quick] [--cpu-time] [filter...]
- * A filter selects GEMM/attention rows whose label contains it ("q4_K", "1280x", "attn"). */
+ * A filter selects GEMM/attention/conv rows whose label contains it ("q4_K", "1280x",
+ * "attn", "conv", "vae"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "core/threadpool.h"
 #include "cpu/cpu_features.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/quant_dispatch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -303,19 +305,76 @@ static void bench_attention(int nth, double peak1, double peakn) {
     }
 }
 
+/* ---- convolution: SD UNet / VAE 3x3 shapes, F16 weights ---- */
+
+static void bench_conv(int nth, double peak1, double peakn) {
+    static const struct {
+        int64_t w, cin, cout, k;
+        const char *what;
+    } cs[] = {
+        {64, 320, 320, 3, "unet 64x64"},   {32, 640, 640, 3, "unet 32x32"},
+        {16, 1280, 1280, 3, "unet 16x16"}, {16, 2560, 1280, 3, "unet skip"},
+        {8, 1280, 1280, 3, "unet 8x8"},    {64, 512, 512, 3, "vae 64x64"},
+        {128, 512, 512, 3, "vae 128x128"}, {256, 256, 256, 3, "vae 256x256"},
+        {256, 128, 128, 3, "vae 512 /2"},  {64, 320, 320, 1, "unet 1x1"},
+    };
+    int header = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        char label[96];
+        snprintf(label, sizeof label, "conv %s %lld->%lld %lldx%lld", cs[i].what,
+                 (long long)cs[i].cin, (long long)cs[i].cout, (long long)cs[i].k,
+                 (long long)cs[i].k);
+        if (!selected(label)) continue;
+        if (g_quick && cs[i].w * cs[i].w * cs[i].cin * cs[i].cout > 64LL * 64 * 640 * 640) continue;
+        if (!header) {
+            printf("\nconv2d x F32 [W, W, Cin], weights F16 [k, k, Cin, Cout], pad k/2, GFLOP/s\n");
+            char hdr[32];
+            snprintf(hdr, sizeof hdr, "%d thr", nth);
+            printf("%-32s %9s %6s %9s %6s %8s\n", "shape", "1 thr", "%peak", hdr, "%peak",
+                   "speedup");
+            header = 1;
+        }
+        const int64_t W = cs[i].w, ci = cs[i].cin, co = cs[i].cout, k = cs[i].k;
+        sdc_tensor x = {0}, w = {0}, dst = {0};
+        x.type = SDC_TYPE_F32, x.ne[0] = W, x.ne[1] = W, x.ne[2] = ci, x.ne[3] = 1;
+        sdc_tensor_set_contiguous_strides(&x);
+        x.data = malloc((size_t)(W * W * ci) * 4);
+        for (int64_t j = 0; j < W * W * ci; j++) ((float *)x.data)[j] = randf();
+        w.type = SDC_TYPE_F16, w.ne[0] = k, w.ne[1] = k, w.ne[2] = ci, w.ne[3] = co;
+        sdc_tensor_set_contiguous_strides(&w);
+        w.data = make_weights(SDC_TYPE_F16, k * k * ci, co);
+        dst.type = SDC_TYPE_F32, dst.ne[0] = W, dst.ne[1] = W, dst.ne[2] = co, dst.ne[3] = 1;
+        sdc_tensor_set_contiguous_strides(&dst);
+        dst.data = malloc((size_t)(W * W * co) * 4);
+        dst.op = SDC_OP_CONV2D, dst.src[0] = &x, dst.src[1] = &w;
+        int32_t prm[7] = {1, 1, (int)(k / 2), (int)(k / 2), 1, 1, 1};
+        memcpy(dst.params.i, prm, sizeof prm);
+        double flop = 2.0 * (double)(W * W * co) * (double)(k * k * ci);
+        double t1 = time_kernel(sdc_cpu_conv2d, sdc_cpu_conv2d_work_size, &dst, 1);
+        double tn = nth > 1 ? time_kernel(sdc_cpu_conv2d, sdc_cpu_conv2d_work_size, &dst, nth) : t1;
+        double g1 = flop / t1 * 1e-9, gn = flop / tn * 1e-9;
+        printf("%-32s %9.1f %5.0f%% %9.1f %5.0f%% %7.2fx\n", label + 5, g1,
+               peak1 > 0 ? 100 * g1 / peak1 : 0, gn, peakn > 0 ? 100 * gn / peakn : 0, t1 / tn);
+        fflush(stdout);
+        free(x.data), free(w.data), free(dst.data);
+    }
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage: sdc-bench [-t N] [--quick] [--cpu-time] [filter...]\n"
-                    "  -t N      thread count for the multi-threaded column (default 2)\n"
-                    "  --quick   shorter timing runs\n"
-                    "  --cpu-time  time runs by process CPU time / threads instead of the wall\n"
-                    "            clock (for a loaded machine: leaves out waiting for a core)\n"
-                    "  filter    only rows whose label contains one of these words, e.g.\n"
-                    "            q4_K, f32, 1280x, gemm, attn\n"
-                    "SDC_CPU_ISA=scalar|avx|avx2 caps the SIMD level of the kernels.\n");
+    fprintf(stderr,
+            "usage: sdc-bench [-t N] [--quick] [--cpu-time] [filter...]\n"
+            "  -t N      thread count for the multi-threaded column (default: physical cores)\n"
+            "  --quick   shorter timing runs\n"
+            "  --cpu-time  time runs by process CPU time / threads instead of the wall\n"
+            "            clock (for a loaded machine: leaves out waiting for a core)\n"
+            "  filter    only rows whose label contains one of these words, e.g.\n"
+            "            q4_K, f32, 1280x, gemm, attn\n"
+            "SDC_CPU_ISA=scalar|avx|avx2 caps the SIMD level of the kernels.\n");
 }
 
 int main(int argc, char **argv) {
-    int nth = 2;
+    sdc_cpu_quant_init(); /* the SIMD row converters, as a CPU backend installs them */
+    int nth = sdc_cpu_physical_cores();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             nth = atoi(argv[++i]);
@@ -337,8 +396,9 @@ int main(int argc, char **argv) {
             g_filters[g_nfilters++] = argv[i];
         }
     }
-    printf("sdc-bench: ISA %s, %d threads for the multi-threaded column, %d CPUs, %s\n",
-           sdc_isa_name(sdc_cpu_isa()), nth, sdc_cpu_count(),
+    printf("sdc-bench: ISA %s, %d threads for the multi-threaded column, %d CPUs, %d physical "
+           "cores, %s\n",
+           sdc_isa_name(sdc_cpu_isa()), nth, sdc_cpu_count(), sdc_cpu_physical_cores(),
            g_cpu_time ? "times: process CPU time / threads" : "times: wall clock");
     double peak1 = measure_peak(1), peakn = nth > 1 ? measure_peak(nth) : peak1;
     if (peak1 > 0)
@@ -349,6 +409,7 @@ int main(int argc, char **argv) {
         printf("FMA peak: not measured (needs AVX2+FMA); %% columns show 0\n");
     bench_gemm(nth, peak1, peakn);
     bench_attention(nth, peak1, peakn);
+    bench_conv(nth, peak1, peakn);
     for (int i = 0; i <= 64; i++)
         if (g_pools[i]) sdc_threadpool_free(g_pools[i]);
     return 0;
