@@ -61,9 +61,12 @@ static const char *const k_types[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q
                                       "q3_K", "q4_K", "q5_K", "q6_K", "f16",  "bf16"};
 
 /* Converts the dit file with a rule forcing w.weight to type t, checks the bytes against
- * ggml's and the loaded values against our quantiser's own round trip. */
+ * ggml's (with the golden importances, or without an imatrix against ggml's bytes for an
+ * importance vector of ones, which is what sd.cpp's convert passes: uniform, else the
+ * golden plain bytes for f16/bf16) and the loaded values against our quantiser's own round
+ * trip. */
 static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
-                       const sdc_st_file *gold) {
+                       const sdc_st_file *gold, const sdc_st_file *uniform) {
     char out[512], rules[64], key[128];
     tmp_path(out, sizeof out, "type.gguf");
     snprintf(rules, sizeof rules, "\\.w\\.weight$=%s", t);
@@ -83,8 +86,14 @@ static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
     int type = sdc_type_from_name(t);
     CHECK(gt && (int)gt->type == type && gt->ne[0] == 512 && gt->ne[1] == 3 && gt->n_dims == 2,
           "%s: tensor type/shape", t);
-    snprintf(key, sizeof key, "m3x512.%s.%s.q", t, im ? "imatrix" : "plain");
-    const sdc_st_tensor *q = sdc_st_find(gold, key);
+    const sdc_type_traits *tr = sdc_type_get(type);
+    snprintf(key, sizeof key, "m3x512.%s.%s.q", t, im ? "imatrix" : "ones");
+    const sdc_st_tensor *q = sdc_st_find(im ? gold : uniform, key);
+    if (!im && !tr->is_quantized) {
+        snprintf(key, sizeof key, "m3x512.%s.plain.q", t);
+        q = sdc_st_find(gold, key);
+    }
+    CHECK(q != NULL, "reference %s present", key);
     if (gt && q) {
         CHECK(gt->nbytes == q->nbytes, "%s: %zu bytes, ggml %zu", key, gt->nbytes, q->nbytes);
         size_t diff = 0;
@@ -94,13 +103,16 @@ static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
         printf("  %-22s %5zu bytes, %zu differ from ggml\n", key, gt->nbytes, diff);
     }
     /* load back: dequantised values equal our quantiser's own output */
-    const sdc_type_traits *tr = sdc_type_get(type);
+    float ones[512];
+    for (int i = 0; i < 512; i++) ones[i] = 1.0f;
     size_t rb = sdc_type_row_bytes(type, 512);
     uint8_t *blk = malloc(rb * 3);
     float ref[3 * 512], got[3 * 512];
     for (int r = 0; r < 3; r++) {
         tr->from_float(g_src + r * 512, blk + r * rb, 512,
-                       im && tr->is_quantized && type != SDC_TYPE_Q8_0 ? g_imp : NULL);
+                       !tr->is_quantized || type == SDC_TYPE_Q8_0 ? NULL
+                       : im                                       ? g_imp
+                                                                  : ones);
         tr->to_float(blk + r * rb, ref + r * 512, 512);
     }
     free(blk);
@@ -120,6 +132,62 @@ static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
           "%s: bias kept as F32", t);
     sdc_loader_free(l);
     sdc_gguf_close(g);
+}
+
+#define DATA(name) SDC_SOURCE_DIR "/tests/data/sdconvert/" name
+
+/* Importances of ones through the convert path's quantiser (scalar and SIMD dispatch) equal
+ * ggml's quantize_<t>(..., ones) bytes on both golden matrices, and differ from the plain
+ * quantiser's (ggml's _ref) for every type but q8_0: -M convert without --imat-in writes
+ * what sd.cpp's convert writes. */
+static void test_uniform_importance(const sdc_st_file *gold, const sdc_st_file *uniform) {
+    static const char *const mats[] = {"m4x256", "m3x512"};
+    static const char *const types[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0",
+                                        "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"};
+    static float x[4 * 512], ones[512];
+    static uint8_t q[4 * 512 * 2];
+    for (int i = 0; i < 512; i++) ones[i] = 1.0f;
+    for (int m = 0; m < 2; m++) {
+        char key[96];
+        snprintf(key, sizeof key, "%s.src", mats[m]);
+        const sdc_st_tensor *src = sdc_st_find(gold, key);
+        CHECK(src && src->ndim == 2, "golden %s", key);
+        if (!src) continue;
+        int64_t rows = src->shape[0], cols = src->shape[1];
+        sdc_st_to_f32(src, x);
+        sdc_tensor t = {0};
+        snprintf(t.name, sizeof t.name, "%s", key);
+        t.type = SDC_TYPE_F32;
+        t.ne[0] = cols, t.ne[1] = rows, t.ne[2] = t.ne[3] = 1;
+        t.data = x;
+        sdc_tensor_set_contiguous_strides(&t);
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+            sdc_type ty = (sdc_type)sdc_type_from_name(types[i]);
+            if (cols % sdc_type_get(ty)->block_size) continue;
+            snprintf(key, sizeof key, "%s.%s.ones.q", mats[m], types[i]);
+            const sdc_st_tensor *want = sdc_st_find(uniform, key);
+            snprintf(key, sizeof key, "%s.%s.plain.q", mats[m], types[i]);
+            const sdc_st_tensor *plain = sdc_st_find(gold, key);
+            snprintf(t.name, sizeof t.name, "%s", key);
+            sdc_status s = sdc_convert_tensor_data(&t, ty, q, ones, NULL);
+            CHECK(s == SDC_OK && want && plain, "%s %s: %s", mats[m], types[i],
+                  s ? sdc_last_error() : "reference missing");
+            if (s != SDC_OK || !want || !plain) continue;
+            size_t n = sdc_type_row_bytes(ty, cols) * (size_t)rows, diff = 0, vs_plain = 0;
+            CHECK(n == want->nbytes, "%s %s: %zu bytes, ggml %zu", mats[m], types[i], n,
+                  want->nbytes);
+            for (size_t b = 0; b < n && b < want->nbytes; b++) {
+                diff += q[b] != ((const uint8_t *)want->data)[b];
+                vs_plain += q[b] != ((const uint8_t *)plain->data)[b];
+            }
+            printf("  uniform %s %-4s: %zu/%zu bytes differ from ggml(ones), %zu from plain\n",
+                   mats[m], types[i], diff, n, vs_plain);
+            CHECK(diff == 0, "%s %s: %zu bytes differ from ggml's uniform-importance bytes",
+                  mats[m], types[i], diff);
+            CHECK((vs_plain == 0) == (ty == SDC_TYPE_Q8_0), "%s %s: ones %s the plain quantiser",
+                  mats[m], types[i], vs_plain ? "differ from" : "equal");
+        }
+    }
 }
 
 static void test_pick_rules(void) {
@@ -382,10 +450,15 @@ int main(void) {
     sdc_imatrix *im;
     sdc_imatrix_create(&im);
     CHECK(sdc_imatrix_load(im, imat) == SDC_OK, "load imatrix: %s", sdc_last_error());
+    sdc_st_file *uniform = NULL;
+    CHECK(sdc_st_open(DATA("uniform_expected.safetensors"), &uniform) == SDC_OK, "uniform: %s",
+          sdc_last_error());
+    test_uniform_importance(gold, uniform);
     for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
-        check_type(dit, k_types[i], NULL, gold);
-        check_type(dit, k_types[i], im, gold);
+        check_type(dit, k_types[i], NULL, gold, uniform);
+        check_type(dit, k_types[i], im, gold, uniform);
     }
+    sdc_st_close(uniform);
 
     /* --type alone: the keep rule decides; two components, one GGUF, prefixes kept */
     tmp_path(out, sizeof out, "multi.gguf");
