@@ -138,6 +138,39 @@ static float *importance_or_ones(const sdc_imatrix *im, const sdc_tensor *t, sdc
 
 /* ---- conversion on load ---- */
 
+static bool has_prefix(const sdc_loader *l, const char *prefix) {
+    size_t n = strlen(prefix);
+    for (int i = 0; i < sdc_loader_tensor_count(l); i++)
+        if (!strncmp(sdc_loader_tensor_at(l, i)->name, prefix, n)) return true;
+    return false;
+}
+
+/* SD 1.x / 2.x / XL weights (LDM UNet, LDM VAE, CLIP / OpenCLIP conditioners): these are
+ * converted as sd.cpp converts them (its type rule, its dropped tensors, CLIP tokenizer
+ * embedded). Other models (MiniT2I, T5) keep our rules (pipeline/quant_rules.h). */
+static bool is_sd_family(const sdc_loader *l) {
+    static const char *const markers[] = {"model.diffusion_model.input_blocks.",
+                                          "first_stage_model.",
+                                          "cond_stage_model.",
+                                          "conditioner.embedders.",
+                                          "text_encoders.clip_l.",
+                                          "text_encoders.clip_g.",
+                                          "vae.decoder.",
+                                          "vae.encoder."};
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
+        if (has_prefix(l, markers[i])) return true;
+    return false;
+}
+
+static int tensor_dims(const sdc_tensor *t);
+
+/* The type t is converted to: sd.cpp's rule for the SD families, else ours. */
+static sdc_type pick_type(bool sd_family, const sdc_quant_rules *rules, const sdc_tensor *t,
+                          int n_dims, int type) {
+    return sd_family ? sdc_quant_pick_type_sdcpp(rules, t->name, t->ne, t->type, type)
+                     : sdc_quant_pick_type(rules, t->name, n_dims, t->ne, t->type, type);
+}
+
 struct sdc_converted_weights {
     sdc_buffer **data; /* per converted tensor: its host weights buffer, or for a spilled one
                         * a host-mapped buffer describing its part of the spill file */
@@ -171,14 +204,14 @@ static int tensor_dims(const sdc_tensor *t) {
 }
 
 /* The spill file for every conversion that `to_spill` sends to disk. */
-static sdc_status make_spill(sdc_loader *l, const sdc_quant_rules *rules, int type,
+static sdc_status make_spill(sdc_loader *l, bool sd, const sdc_quant_rules *rules, int type,
                              const sdc_convert_spill *sp, sdc_spill **out) {
     *out = NULL;
     if (!sp || !sp->to_spill) return SDC_OK;
     size_t total = 0;
     for (int i = 0; i < sdc_loader_tensor_count(l); i++) {
         sdc_tensor *t = sdc_loader_tensor_at(l, i);
-        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
+        sdc_type to = pick_type(sd, rules, t, tensor_dims(t), type);
         if (to != t->type && sp->to_spill(t->name, sp->user))
             total += (converted_bytes(t, to) + 63) & ~(size_t)63;
     }
@@ -205,11 +238,14 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory");
         goto done;
     }
-    if ((s = make_spill(l, rules, type, spill, &c->spill)) != SDC_OK) goto done;
+    /* the SD families take sd.cpp's rule here too: --type on load gives the types (and the
+     * image) of a file converted with the same --type */
+    bool sd = is_sd_family(l);
+    if ((s = make_spill(l, sd, rules, type, spill, &c->spill)) != SDC_OK) goto done;
     int converted = 0, with_imatrix = 0, spilled = 0;
     for (int i = 0; i < n && s == SDC_OK; i++) {
         sdc_tensor *t = sdc_loader_tensor_at(l, i);
-        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
+        sdc_type to = pick_type(sd, rules, t, tensor_dims(t), type);
         if (to == t->type) continue;
         size_t bytes = converted_bytes(t, to);
         bool to_disk = c->spill && spill->to_spill(t->name, spill->user);
@@ -339,30 +375,6 @@ static const char *bare_name(const sdc_loader *l, const sdc_tensor *t) {
     const char *prefix = f >= 0 ? sdc_loader_file_prefix(l, f) : NULL;
     size_t plen = prefix ? strlen(prefix) : 0;
     return plen && !strncmp(t->name, prefix, plen) ? t->name + plen : t->name;
-}
-
-static bool has_prefix(const sdc_loader *l, const char *prefix) {
-    size_t n = strlen(prefix);
-    for (int i = 0; i < sdc_loader_tensor_count(l); i++)
-        if (!strncmp(sdc_loader_tensor_at(l, i)->name, prefix, n)) return true;
-    return false;
-}
-
-/* SD 1.x / 2.x / XL weights (LDM UNet, LDM VAE, CLIP / OpenCLIP conditioners): these are
- * converted as sd.cpp converts them (its type rule, its dropped tensors, CLIP tokenizer
- * embedded). Other models (MiniT2I, T5) keep our rules (pipeline/quant_rules.h). */
-static bool is_sd_family(const sdc_loader *l) {
-    static const char *const markers[] = {"model.diffusion_model.input_blocks.",
-                                          "first_stage_model.",
-                                          "cond_stage_model.",
-                                          "conditioner.embedders.",
-                                          "text_encoders.clip_l.",
-                                          "text_encoders.clip_g.",
-                                          "vae.decoder.",
-                                          "vae.encoder."};
-    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
-        if (has_prefix(l, markers[i])) return true;
-    return false;
 }
 
 /* Embeds the CLIP tokenizer(s) the SD family's conditioner reads (which 0: SD1/SD2's encoder
@@ -561,10 +573,7 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
         o->src = sdc_loader_tensor_at(l, i);
         if (cs.sd_family && sdc_quant_sdcpp_unused(bare_name(l, o->src))) continue;
         source_info(l, o->src, o);
-        o->type = cs.sd_family ? sdc_quant_pick_type_sdcpp(rules, o->src->name, o->src->ne,
-                                                           o->src->type, p->type)
-                               : sdc_quant_pick_type(rules, o->src->name, o->n_dims, o->src->ne,
-                                                     o->src->type, p->type);
+        o->type = pick_type(cs.sd_family, rules, o->src, o->n_dims, p->type);
         changed += o->type != o->src->type;
         kept++;
     }

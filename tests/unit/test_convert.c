@@ -232,10 +232,11 @@ static sdc_type sd1_expected_type(const sdc_st_tensor *t) {
     return SDC_TYPE_Q8_0;
 }
 
-static sdc_image *sd1_image(const char *model, const char *tokenizer) {
+static sdc_image *sd1_image(const char *model, const char *tokenizer, int type) {
     sdc_context_params cp;
     sdc_context_params_init(&cp);
     cp.model_path = model;
+    cp.weight_type = type;
     cp.clip_tokenizer_path = tokenizer;
     cp.n_threads = 2;
     sdc_context *ctx = NULL;
@@ -321,15 +322,23 @@ static void test_sd1_q8_0(void) {
     sdc_st_close(src);
     /* the converted file alone (no tokenizer flag) generates the F16 checkpoint's image up to
      * q8_0 rounding: measured 42.5 dB at 64x64, 1 step */
-    sdc_image *q = sd1_image(out, NULL);
-    sdc_image *ref = sd1_image(model, GOLDEN("sd1/tokenizer/vocab.json"));
+    sdc_image *q = sd1_image(out, NULL, -1);
+    sdc_image *ref = sd1_image(model, GOLDEN("sd1/tokenizer/vocab.json"), -1);
     if (q && ref) {
         double db = psnr(ref, q);
         printf("  sd1 q8_0 GGUF vs F16 checkpoint, 64x64 1 step: PSNR %.2f dB\n", db);
         CHECK(db > 37, "sd1 q8_0 image PSNR %.2f dB", db);
     }
+    /* --type q8_0 on load takes the same rule and quantiser: the same image, exactly */
+    sdc_image *onload = sd1_image(model, GOLDEN("sd1/tokenizer/vocab.json"), SDC_TYPE_Q8_0);
+    if (q && onload) {
+        double db = psnr(onload, q);
+        printf("  sd1 q8_0 GGUF vs --type q8_0 on load: PSNR %.2f dB\n", db);
+        CHECK(isinf(db), "converted file and on-load conversion give the same image (%.2f dB)", db);
+    }
     sdc_free_images(q, 1);
     sdc_free_images(ref, 1);
+    sdc_free_images(onload, 1);
     remove(out);
 }
 
