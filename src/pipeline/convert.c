@@ -199,7 +199,7 @@ static size_t converted_bytes(const sdc_tensor *t, sdc_type to) {
 static int tensor_dims(const sdc_tensor *t) {
     int nd = 1;
     for (int d = 1; d < SDC_MAX_DIMS; d++)
-        if (t->ne[d] > 1) nd = d + 1;
+        if (t->ne[d] != 1) nd = d + 1; /* an empty dim counts */
     return nd;
 }
 
@@ -418,7 +418,7 @@ static void source_info(const sdc_loader *l, const sdc_tensor *t, out_tensor *o)
     o->file = f;
     o->n_dims = 1;
     for (int d = 1; d < SDC_MAX_DIMS; d++)
-        if (t->ne[d] > 1) o->n_dims = d + 1;
+        if (t->ne[d] != 1) o->n_dims = d + 1;
     o->source_dtype = sdc_type_name(t->type);
     if (f < 0) return;
     const char *prefix = sdc_loader_file_prefix(l, f);
