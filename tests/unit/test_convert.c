@@ -342,6 +342,31 @@ static void test_sd1_q8_0(void) {
     remove(out);
 }
 
+/* A PyTorch .ckpt converts too (tests/data/ckpt/basic.ckpt, made by gen_ckpt_cases.py),
+ * its empty zeros(0, 3) tensor included: 2 dims, no bytes. */
+static void test_ckpt_input(void) {
+    char out[512];
+    tmp_path(out, sizeof out, "ckpt.gguf");
+    sdc_convert_params p;
+    sdc_convert_params_init(&p);
+    p.model_path = SDC_SOURCE_DIR "/tests/data/ckpt/basic.ckpt";
+    p.output_path = out;
+    p.type = SDC_TYPE_Q8_0;
+    CHECK(sdc_convert(&p) == SDC_OK, "convert basic.ckpt: %s", sdc_last_error());
+    sdc_gguf_file *g = NULL;
+    if (sdc_gguf_open(out, &g) != SDC_OK) {
+        CHECK(0, "open %s: %s", out, sdc_last_error());
+        return;
+    }
+    const sdc_gguf_tensor *e = sdc_gguf_find_tensor(g, "empty");
+    CHECK(e && e->n_dims == 2 && e->ne[0] == 3 && e->ne[1] == 0 && e->nbytes == 0,
+          "empty tensor written as ne [3, 0]");
+    printf("  basic.ckpt -> GGUF: %d tensors\n", sdc_gguf_tensor_count(g));
+    CHECK(sdc_gguf_tensor_count(g) == 16, "16 tensors, got %d", sdc_gguf_tensor_count(g));
+    sdc_gguf_close(g);
+    remove(out);
+}
+
 static void test_pick_rules(void) {
     sdc_quant_rules *r;
     CHECK(sdc_quant_rules_parse("attn=q8_0,^vae\\.=f16", &r) == SDC_OK, "parse rules: %s",
@@ -607,6 +632,7 @@ int main(void) {
           sdc_last_error());
     test_uniform_importance(gold, uniform);
     test_sd1_q8_0();
+    test_ckpt_input();
     for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
         check_type(dit, k_types[i], NULL, gold, uniform);
         check_type(dit, k_types[i], im, gold, uniform);
