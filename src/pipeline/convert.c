@@ -553,7 +553,9 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
                      "convert: no input: pass -m, --diffusion-model, --t5xxl, --clip_l, --clip_g "
                      "or --vae");
     if (s == SDC_OK && p->convert_name)
-        SDC_LOGI("--convert-name: MiniT2I and T5 tensors already carry sd.cpp's names");
+        SDC_LOGI("--convert-name: names are kept as stored (MiniT2I and T5 already carry "
+                 "sd.cpp's; SD checkpoints' LDM names, diffusers folders mapped to them, are ones "
+                 "sd.cpp maps at load)");
     if (s == SDC_OK) s = sdc_quant_rules_parse(p->tensor_type_rules, &rules);
     if (s != SDC_OK) goto done;
     cs.l = l;

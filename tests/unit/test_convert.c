@@ -409,6 +409,36 @@ static void test_pick_rules(void) {
           "no type: stored");
     CHECK(sdc_quant_pick_type(NULL, "x.w", 2, m, SDC_TYPE_I32, SDC_TYPE_Q8_0) == SDC_TYPE_I32,
           "integers kept");
+    /* sd.cpp's rule (SD families): restated from ModelLoader::tensor_should_be_converted */
+    int64_t w320[4] = {320, 640, 1, 1}, conv[4] = {3, 3, 320, 320};
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.norm.weight", v, SDC_TYPE_F32, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_Q8_0,
+          "sd.cpp: 1-D norm weight quantised");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.x.bias", v, SDC_TYPE_F32, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F32,
+          "sd.cpp: bias kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.x.scale", m, SDC_TYPE_F16, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F16,
+          "sd.cpp: .scale kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.attn.to_q.weight", w320, SDC_TYPE_F16,
+                                    SDC_TYPE_Q4_K) == SDC_TYPE_F16,
+          "sd.cpp: q4_K on 320 columns kept (no fallback)");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.conv.weight", conv, SDC_TYPE_F16, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F16,
+          "sd.cpp: 3x3 conv kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "model.diffusion_model.label_emb.0.0.weight", m,
+                                    SDC_TYPE_F16, SDC_TYPE_Q8_0) == SDC_TYPE_F16,
+          "sd.cpp: label_emb kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.token_embedding.weight", m, SDC_TYPE_F16,
+                                    SDC_TYPE_Q8_0) == SDC_TYPE_F16,
+          "sd.cpp: embeddings kept");
+    CHECK(sdc_quant_pick_type_sdcpp(r, "x.attn.weight", m, SDC_TYPE_F16, -1) == SDC_TYPE_Q8_0,
+          "sd.cpp: a rule applies without --type");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "x.w", m, SDC_TYPE_I32, SDC_TYPE_Q8_0) == SDC_TYPE_I32,
+          "sd.cpp: integers kept");
+    CHECK(sdc_quant_sdcpp_unused("betas") && !sdc_quant_sdcpp_unused("alphas_cumprod") &&
+              sdc_quant_sdcpp_unused("model_ema.diffusion_modelinput_blocks00weight"),
+          "sd.cpp's unused tensors");
     sdc_quant_rules_free(r);
     CHECK(sdc_quant_rules_parse("abc", &r) != SDC_OK && !r, "rule without '=' refused");
     CHECK(sdc_quant_rules_parse("a=q9_9", &r) != SDC_OK, "unknown type refused: %s",
