@@ -7,7 +7,9 @@ ggml_uniform_quant.c against ggml's own ggml-quants.c / ggml.c (ggml-org/ggml co
 d99724f2b141fed9e1a9f402213506c081433465, the oracle of the golden gguf/ files; baseline
 x86-64, -O3, no FMA), runs it on the golden matrices (golden gguf/quant_expected.safetensors:
 m4x256.src, m3x512.src) and writes tests/data/sdconvert/uniform_expected.safetensors with
-U8 tensors "<matrix>.<type>.ones.q" (rows x row bytes).
+U8 tensors "<matrix>.<type>.ones.q" (rows x row bytes). The same build fed the golden
+importance vector must reproduce the golden imatrix bytes (asserted), so it is the oracle's
+arithmetic.
 
 Re-run:  GGML_SRC=/path/to/ggml-checkout python3 tests/golden/gen_sdconvert_uniform.py
 (GGML_SRC holds include/ and src/ of that commit; SDC_GOLDEN defaults to ../shared/golden.)
@@ -55,6 +57,13 @@ with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, m + ".f32")
         x.tofile(raw)
         subprocess.check_call([exe, m, str(x.shape[0]), str(x.shape[1]), raw, tmp])
+        # the same build with the golden importances must give the golden imatrix bytes
+        imp = os.path.join(tmp, m + ".imp.f32")
+        np.ascontiguousarray(gold[m + ".imatrix"], dtype=np.float32).tofile(imp)
+        subprocess.check_call([exe, m, str(x.shape[0]), str(x.shape[1]), raw, tmp, imp])
+        for t in TYPES:
+            q = np.fromfile(os.path.join(tmp, f"{m}.{t}.imp.bin"), dtype=np.uint8)
+            assert (q == gold[f"{m}.{t}.imatrix.q"].reshape(-1)).all(), f"{m} {t}: not the oracle"
         for t in TYPES:
             q = np.fromfile(os.path.join(tmp, f"{m}.{t}.bin"), dtype=np.uint8)
             q = q.reshape(x.shape[0], -1)

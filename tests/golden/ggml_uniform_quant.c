@@ -5,7 +5,9 @@
  * This program is compiled against ggml's own ggml-quants.c (ggml-org/ggml d99724f2, the
  * commit of the golden gguf/ files; it is not part of sdc) by gen_sdconvert_uniform.sh.
  * It reads raw float32 matrices (rows cols file) and writes, per type, ggml's quantised
- * bytes with all-ones importances to OUT_DIR/<matrix>.<type>.bin. */
+ * bytes with all-ones importances to OUT_DIR/<matrix>.<type>.bin, or with the importances
+ * of IMP.f32 (cols floats) when given, to OUT_DIR/<matrix>.<type>.imp.bin (the generator
+ * checks those against the golden imatrix bytes: this build is ggml's oracle). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +31,8 @@ int ggml_backend_buffer_get_usage(void *b) {
 typedef size_t (*qfn)(const float *, void *, int64_t, int64_t, const float *);
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s NAME ROWS COLS IN.f32 OUT_DIR\n", argv[0]);
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: %s NAME ROWS COLS IN.f32 OUT_DIR [IMP.f32]\n", argv[0]);
         return 2;
     }
     const char *name = argv[1], *dir = argv[5];
@@ -42,6 +44,11 @@ int main(int argc, char **argv) {
     if (!f || fread(x, sizeof *x, (size_t)(rows * cols), f) != (size_t)(rows * cols)) return 1;
     fclose(f);
     for (int64_t i = 0; i < cols; i++) ones[i] = 1.0f;
+    if (argc == 7) {
+        FILE *fi = fopen(argv[6], "rb");
+        if (!fi || fread(ones, sizeof *ones, (size_t)cols, fi) != (size_t)cols) return 1;
+        fclose(fi);
+    }
     static const struct {
         const char *name;
         qfn fn;
@@ -53,7 +60,8 @@ int main(int argc, char **argv) {
         if (types[t].name[2] == '_' && types[t].name[3] == 'K' && cols % 256) continue;
         size_t n = types[t].fn(x, q, rows, cols, ones);
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s.%s.bin", dir, name, types[t].name);
+        snprintf(path, sizeof path, "%s/%s.%s%s.bin", dir, name, types[t].name,
+                 argc == 7 ? ".imp" : "");
         FILE *o = fopen(path, "wb");
         if (!o || fwrite(q, 1, n, o) != n) return 1;
         fclose(o);
