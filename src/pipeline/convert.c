@@ -131,7 +131,7 @@ static float *importance_or_ones(const sdc_imatrix *im, const sdc_tensor *t, sdc
         *from_imatrix = true;
         return v;
     }
-    v = malloc((size_t)t->ne[0] * sizeof *v);
+    v = malloc((size_t)(t->ne[0] > 0 ? t->ne[0] : 1) * sizeof *v);
     for (int64_t i = 0; v && i < t->ne[0]; i++) v[i] = 1.0f;
     return v;
 }

@@ -194,6 +194,7 @@ sdc_type sdc_quant_pick_type_sdcpp(const sdc_quant_rules *rules, const char *nam
         }
     }
     if (target < 0 || (sdc_type)target == stored || !is_float_type(stored)) return stored;
+    if (!ne[0] || !ne[1] || !ne[2] || !ne[3]) return stored; /* empty: nothing to convert */
     const sdc_type_traits *tr = sdc_type_get((sdc_type)target);
     if (!tr || !tr->from_float) return stored;
     if (tr->is_quantized && ne[0] % tr->block_size != 0) return stored;

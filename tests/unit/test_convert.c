@@ -436,6 +436,10 @@ static void test_pick_rules(void) {
           "sd.cpp: a rule applies without --type");
     CHECK(sdc_quant_pick_type_sdcpp(NULL, "x.w", m, SDC_TYPE_I32, SDC_TYPE_Q8_0) == SDC_TYPE_I32,
           "sd.cpp: integers kept");
+    int64_t empty[4] = {0, 3, 1, 1};
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "x.w", empty, SDC_TYPE_F32, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F32,
+          "sd.cpp: an empty tensor is kept");
     CHECK(sdc_quant_sdcpp_unused("betas") && !sdc_quant_sdcpp_unused("alphas_cumprod") &&
               sdc_quant_sdcpp_unused("model_ema.diffusion_modelinput_blocks00weight"),
           "sd.cpp's unused tensors");
