@@ -289,6 +289,8 @@ typedef struct sdc_convert_params {
     bool convert_name;                /* --convert-name */
     const sdc_imatrix *imatrix;       /* importances for the quantiser, NULL = none */
     int n_threads;                    /* <= 0: all cores */
+    const char *clip_tokenizer_path;  /* CLIP tokenizer to embed (default: found as
+                                       * generation finds it); SD families only */
 } sdc_convert_params;
 
 SDC_API void sdc_convert_params_init(sdc_convert_params *p);

@@ -21,6 +21,7 @@
 #include "core/buffer.h"
 #include "io/model_loader.h"
 #include "io/safetensors_writer.h"
+#include "pipeline/clip_tokenizer_source.h"
 #include "pipeline/imatrix.h"
 #include "pipeline/quant_rules.h"
 #include "pipeline/tokenizer_export.h"
@@ -116,7 +117,59 @@ static bool quantised_needs_importance(sdc_type t) {
     return sdc_type_get(t)->is_quantized && t != SDC_TYPE_Q8_0;
 }
 
+/* The importances for a quantised tensor: the imatrix entry, else all ones, as sd.cpp
+ * passes them. Ones are not the same as none: ggml (and we) then take the weighted
+ * search (w = sqrt(sigma2 + x^2)) instead of the plain quantiser, so both tools write
+ * the same bytes. *from_imatrix says which it was. NULL only when out of memory or the
+ * type takes no importances. */
+static float *importance_or_ones(const sdc_imatrix *im, const sdc_tensor *t, sdc_type to,
+                                 bool *from_imatrix) {
+    *from_imatrix = false;
+    if (!quantised_needs_importance(to)) return NULL;
+    float *v = im ? sdc_convert_importance(im, t->name, t->ne[0]) : NULL;
+    if (v) {
+        *from_imatrix = true;
+        return v;
+    }
+    v = malloc((size_t)(t->ne[0] > 0 ? t->ne[0] : 1) * sizeof *v);
+    for (int64_t i = 0; v && i < t->ne[0]; i++) v[i] = 1.0f;
+    return v;
+}
+
 /* ---- conversion on load ---- */
+
+static bool has_prefix(const sdc_loader *l, const char *prefix) {
+    size_t n = strlen(prefix);
+    for (int i = 0; i < sdc_loader_tensor_count(l); i++)
+        if (!strncmp(sdc_loader_tensor_at(l, i)->name, prefix, n)) return true;
+    return false;
+}
+
+/* SD 1.x / 2.x / XL weights (LDM UNet, LDM VAE, CLIP / OpenCLIP conditioners): these are
+ * converted as sd.cpp converts them (its type rule, its dropped tensors, CLIP tokenizer
+ * embedded). Other models (MiniT2I, T5) keep our rules (pipeline/quant_rules.h). */
+static bool is_sd_family(const sdc_loader *l) {
+    static const char *const markers[] = {"model.diffusion_model.input_blocks.",
+                                          "first_stage_model.",
+                                          "cond_stage_model.",
+                                          "conditioner.embedders.",
+                                          "text_encoders.clip_l.",
+                                          "text_encoders.clip_g.",
+                                          "vae.decoder.",
+                                          "vae.encoder."};
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
+        if (has_prefix(l, markers[i])) return true;
+    return false;
+}
+
+static int tensor_dims(const sdc_tensor *t);
+
+/* The type t is converted to: sd.cpp's rule for the SD families, else ours. */
+static sdc_type pick_type(bool sd_family, const sdc_quant_rules *rules, const sdc_tensor *t,
+                          int n_dims, int type) {
+    return sd_family ? sdc_quant_pick_type_sdcpp(rules, t->name, t->ne, t->type, type)
+                     : sdc_quant_pick_type(rules, t->name, n_dims, t->ne, t->type, type);
+}
 
 struct sdc_converted_weights {
     sdc_buffer **data; /* per converted tensor: its host weights buffer, or for a spilled one
@@ -146,19 +199,19 @@ static size_t converted_bytes(const sdc_tensor *t, sdc_type to) {
 static int tensor_dims(const sdc_tensor *t) {
     int nd = 1;
     for (int d = 1; d < SDC_MAX_DIMS; d++)
-        if (t->ne[d] > 1) nd = d + 1;
+        if (t->ne[d] != 1) nd = d + 1; /* an empty dim counts */
     return nd;
 }
 
 /* The spill file for every conversion that `to_spill` sends to disk. */
-static sdc_status make_spill(sdc_loader *l, const sdc_quant_rules *rules, int type,
+static sdc_status make_spill(sdc_loader *l, bool sd, const sdc_quant_rules *rules, int type,
                              const sdc_convert_spill *sp, sdc_spill **out) {
     *out = NULL;
     if (!sp || !sp->to_spill) return SDC_OK;
     size_t total = 0;
     for (int i = 0; i < sdc_loader_tensor_count(l); i++) {
         sdc_tensor *t = sdc_loader_tensor_at(l, i);
-        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
+        sdc_type to = pick_type(sd, rules, t, tensor_dims(t), type);
         if (to != t->type && sp->to_spill(t->name, sp->user))
             total += (converted_bytes(t, to) + 63) & ~(size_t)63;
     }
@@ -185,11 +238,14 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
         s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory");
         goto done;
     }
-    if ((s = make_spill(l, rules, type, spill, &c->spill)) != SDC_OK) goto done;
+    /* the SD families take sd.cpp's rule here too: --type on load gives the types (and the
+     * image) of a file converted with the same --type */
+    bool sd = is_sd_family(l);
+    if ((s = make_spill(l, sd, rules, type, spill, &c->spill)) != SDC_OK) goto done;
     int converted = 0, with_imatrix = 0, spilled = 0;
     for (int i = 0; i < n && s == SDC_OK; i++) {
         sdc_tensor *t = sdc_loader_tensor_at(l, i);
-        sdc_type to = sdc_quant_pick_type(rules, t->name, tensor_dims(t), t->ne, t->type, type);
+        sdc_type to = pick_type(sd, rules, t, tensor_dims(t), type);
         if (to == t->type) continue;
         size_t bytes = converted_bytes(t, to);
         bool to_disk = c->spill && spill->to_spill(t->name, spill->user);
@@ -207,10 +263,12 @@ sdc_status sdc_convert_loaded_weights(sdc_loader *l, int type, const char *rules
             s = sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory converting '%s'", t->name);
             break;
         }
-        float *imp =
-            quantised_needs_importance(to) ? sdc_convert_importance(im, t->name, t->ne[0]) : NULL;
-        with_imatrix += imp != NULL;
-        s = sdc_convert_tensor_data(t, to, d, imp, pool);
+        bool from_im;
+        float *imp = importance_or_ones(im, t, to, &from_im);
+        with_imatrix += from_im;
+        s = quantised_needs_importance(to) && !imp
+                ? sdc_fail(SDC_ERR_NO_MEMORY, "--type: out of memory converting '%s'", t->name)
+                : sdc_convert_tensor_data(t, to, d, imp, pool);
         free(imp);
         if (s != SDC_OK) {
             sdc_buffer_free(buf); /* a spill wrapper: only the description */
@@ -267,6 +325,7 @@ typedef struct convert_state {
     size_t since_release[16];
     int next; /* index of the tensor the writer asks for next */
     int with_imatrix;
+    bool sd_family; /* sd.cpp's rules (is_sd_family) */
     double t0;
 } convert_state;
 
@@ -276,11 +335,13 @@ static sdc_status produce(convert_state *cs, int i, void *dst, size_t nbytes) {
     if (want != nbytes)
         return sdc_fail(SDC_ERR_INTERNAL, "tensor '%s': %zu bytes expected, writer has %zu",
                         o->src->name, want, nbytes);
-    float *imp = quantised_needs_importance(o->type)
-                     ? sdc_convert_importance(cs->im, o->src->name, o->src->ne[0])
-                     : NULL;
-    cs->with_imatrix += imp != NULL;
-    sdc_status s = sdc_convert_tensor_data(o->src, o->type, dst, imp, cs->pool);
+    bool from_im;
+    float *imp = importance_or_ones(cs->im, o->src, o->type, &from_im);
+    cs->with_imatrix += from_im;
+    sdc_status s =
+        quantised_needs_importance(o->type) && !imp
+            ? sdc_fail(SDC_ERR_NO_MEMORY, "convert: out of memory for '%s'", o->src->name)
+            : sdc_convert_tensor_data(o->src, o->type, dst, imp, cs->pool);
     free(imp);
     if (o->file >= 0 && o->file < 16) {
         cs->since_release[o->file] += sdc_tensor_nbytes(o->src);
@@ -308,13 +369,56 @@ static sdc_status st_fill(void *user, int index, void *dst, size_t nbytes) {
     return produce(cs, index, dst, nbytes);
 }
 
+/* t's name as its file stores it (without the file's prefix). */
+static const char *bare_name(const sdc_loader *l, const sdc_tensor *t) {
+    int f = sdc_loader_tensor_file(l, t);
+    const char *prefix = f >= 0 ? sdc_loader_file_prefix(l, f) : NULL;
+    size_t plen = prefix ? strlen(prefix) : 0;
+    return plen && !strncmp(t->name, prefix, plen) ? t->name + plen : t->name;
+}
+
+/* Embeds the CLIP tokenizer(s) the SD family's conditioner reads (which 0: SD1/SD2's encoder
+ * and SDXL's clip_l, 1: SDXL's clip_g), found as generation finds them. None found: a
+ * warning, the GGUF then needs --clip-tokenizer; an explicit path that fails: the error. */
+static sdc_status export_clip_tokenizers(const sdc_loader *l, const sdc_convert_params *p,
+                                         sdc_gguf_writer *w) {
+    static const char *const enc0[] = {"cond_stage_model.", "conditioner.embedders.0.",
+                                       "text_encoders.clip_l."};
+    static const char *const enc1[] = {"conditioner.embedders.1.", "text_encoders.clip_g."};
+    bool want[2] = {false, false};
+    for (int i = 0; i < 3; i++) want[0] = want[0] || has_prefix(l, enc0[i]);
+    for (int i = 0; i < 2; i++) want[1] = want[1] || has_prefix(l, enc1[i]);
+    bool explicit_path = p->clip_tokenizer_path && *p->clip_tokenizer_path;
+    for (int which = 0; which < 2; which++) {
+        if (!want[which]) continue;
+        const char *near = which == 0 && p->clip_l_path   ? p->clip_l_path
+                           : which == 1 && p->clip_g_path ? p->clip_g_path
+                           : p->model_path                ? p->model_path
+                                                          : p->diffusion_model_path;
+        sdc_clip_tokenizer *tok = NULL;
+        sdc_status s = sdc_load_clip_tokenizer(l, near, p->clip_tokenizer_path, which, &tok);
+        if (s != SDC_OK) {
+            if (explicit_path) return s;
+            SDC_LOGW("convert: no CLIP tokenizer found (%s); the GGUF will need --clip-tokenizer",
+                     sdc_last_error());
+            sdc_clear_error();
+            continue;
+        }
+        s = sdc_clip_tokenizer_write_gguf(tok, which, w);
+        sdc_clip_tokenizer_free(tok);
+        if (s != SDC_OK) return s;
+        SDC_LOGI("convert: CLIP tokenizer embedded (%s)", which ? "clip_g" : "clip_l");
+    }
+    return SDC_OK;
+}
+
 /* The tensor as its file declares it: dimension count and dtype spelling. */
 static void source_info(const sdc_loader *l, const sdc_tensor *t, out_tensor *o) {
     int f = sdc_loader_tensor_file(l, t);
     o->file = f;
     o->n_dims = 1;
     for (int d = 1; d < SDC_MAX_DIMS; d++)
-        if (t->ne[d] > 1) o->n_dims = d + 1;
+        if (t->ne[d] != 1) o->n_dims = d + 1;
     o->source_dtype = sdc_type_name(t->type);
     if (f < 0) return;
     const char *prefix = sdc_loader_file_prefix(l, f);
@@ -404,6 +508,7 @@ static sdc_status write_gguf(convert_state *cs, const sdc_convert_params *p,
     if (s == SDC_OK)
         s = sdc_export_t5_tokenizer(cs->l, p->t5xxl_path ? p->t5xxl_path : p->model_path,
                                     p->t5_tokenizer_path, w);
+    if (s == SDC_OK && cs->sd_family) s = export_clip_tokenizers(cs->l, p, w);
     for (int i = 0; i < cs->n && s == SDC_OK; i++) {
         out_tensor *o = &cs->t[i];
         s = sdc_gguf_add_tensor_fn(w, o->src->name, o->type, o->n_dims, o->src->ne, gguf_fill, cs);
@@ -448,7 +553,9 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
                      "convert: no input: pass -m, --diffusion-model, --t5xxl, --clip_l, --clip_g "
                      "or --vae");
     if (s == SDC_OK && p->convert_name)
-        SDC_LOGI("--convert-name: MiniT2I and T5 tensors already carry sd.cpp's names");
+        SDC_LOGI("--convert-name: names are kept as stored (MiniT2I and T5 already carry "
+                 "sd.cpp's; SD checkpoints' LDM names, diffusers folders mapped to them, are ones "
+                 "sd.cpp maps at load)");
     if (s == SDC_OK) s = sdc_quant_rules_parse(p->tensor_type_rules, &rules);
     if (s != SDC_OK) goto done;
     cs.l = l;
@@ -461,16 +568,21 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
         s = sdc_fail(SDC_ERR_NO_MEMORY, "convert: out of memory");
         goto done;
     }
-    int changed = 0;
-    for (int i = 0; i < cs.n; i++) {
-        out_tensor *o = &cs.t[i];
+    cs.sd_family = is_sd_family(l);
+    int changed = 0, kept = 0, total = cs.n;
+    for (int i = 0; i < total; i++) {
+        out_tensor *o = &cs.t[kept];
         o->src = sdc_loader_tensor_at(l, i);
+        if (cs.sd_family && sdc_quant_sdcpp_unused(bare_name(l, o->src))) continue;
         source_info(l, o->src, o);
-        o->type =
-            sdc_quant_pick_type(rules, o->src->name, o->n_dims, o->src->ne, o->src->type, p->type);
+        o->type = pick_type(cs.sd_family, rules, o->src, o->n_dims, p->type);
         changed += o->type != o->src->type;
+        kept++;
     }
-    SDC_LOGI("convert: %d tensors from %d file(s), %d converted", cs.n, n_files, changed);
+    cs.n = kept;
+    SDC_LOGI("convert: %d tensors from %d file(s), %d converted, %d dropped as sd.cpp does%s", kept,
+             n_files, changed, total - kept,
+             cs.sd_family ? " (SD family: sd.cpp's type rule)" : "");
     /* write beside the target and rename at the end: a failed run leaves no partial file,
      * and an input given as output is never truncated while it is mapped */
     char tmp[4096];

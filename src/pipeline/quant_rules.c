@@ -178,3 +178,73 @@ sdc_type sdc_quant_pick_type(const sdc_quant_rules *rules, const char *name, int
     }
     return t;
 }
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !memcmp(s + a - b, suffix, b);
+}
+
+sdc_type sdc_quant_pick_type_sdcpp(const sdc_quant_rules *rules, const char *name,
+                                   const int64_t *ne, sdc_type stored, int wanted) {
+    int target = wanted;
+    for (int i = 0; rules && i < rules->n; i++) {
+        if (regexec(&rules->r[i].re, name, 0, NULL, 0) == 0) {
+            target = rules->r[i].type;
+            break;
+        }
+    }
+    if (target < 0 || (sdc_type)target == stored || !is_float_type(stored)) return stored;
+    if (!ne[0] || !ne[1] || !ne[2] || !ne[3]) return stored; /* empty: nothing to convert */
+    const sdc_type_traits *tr = sdc_type_get((sdc_type)target);
+    if (!tr || !tr->from_float) return stored;
+    if (tr->is_quantized && ne[0] % tr->block_size != 0) return stored;
+    static const char *const suffixes[] = {".bias", ".scale", ".weight_scale"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (ends_with(name, suffixes[i])) return stored;
+    /* sd.cpp's markers of the Flux, MMDiT and UNet input/output layers, and embeddings */
+    static const char *const parts[] = {
+        "img_in.",           "txt_in.",     "time_in.",    "vector_in.",  "guidance_in.",
+        "final_layer.",      "x_embedder.", "t_embedder.", "y_embedder.", "pos_embed",
+        "context_embedder.", "time_embed.", "label_emb.",  "embedding"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (strstr(name, parts[i])) return stored;
+    return (sdc_type)target;
+}
+
+bool sdc_quant_sdcpp_unused(const char *name) {
+    static const char *const unused[] = {
+        "betas",
+        "alphas_cumprod_prev",
+        "sqrt_alphas_cumprod",
+        "sqrt_one_minus_alphas_cumprod",
+        "log_one_minus_alphas_cumprod",
+        "sqrt_recip_alphas_cumprod",
+        "sqrt_recipm1_alphas_cumprod",
+        "posterior_variance",
+        "posterior_log_variance_clipped",
+        "posterior_mean_coef1",
+        "posterior_mean_coef2",
+        "cond_stage_model.transformer.text_model.embeddings.position_ids",
+        "cond_stage_model.1.model.text_model.embeddings.position_ids",
+        "cond_stage_model.transformer.vision_model.embeddings.position_ids",
+        "cond_stage_model.model.logit_scale",
+        "conditioner.embedders.0.transformer.text_model.embeddings.position_ids",
+        "conditioner.embedders.0.model.logit_scale",
+        "conditioner.embedders.1.model.logit_scale",
+        "model.diffusion_model.time_embedding.cond_proj.weight",
+        "unet.time_embedding.cond_proj.weight",
+        "model_ema.decay",
+        "model_ema.num_updates",
+        "model_ema.diffusion_model",
+        "embedding_manager",
+        "denoiser.sigmas",
+        "text_encoders.t5xxl.transformer.encoder.embed_tokens.weight",
+        "ztsnr",
+        "edm_vpred.sigma_min",
+        "text_encoders.llm.output.weight",
+        "text_encoders.llm.lm_head.",
+    };
+    for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++)
+        if (!strncmp(name, unused[i], strlen(unused[i]))) return true;
+    return false;
+}

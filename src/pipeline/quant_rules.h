@@ -32,6 +32,22 @@ int sdc_quant_rules_count(const sdc_quant_rules *r);
 sdc_type sdc_quant_pick_type(const sdc_quant_rules *rules, const char *name, int n_dims,
                              const int64_t *ne, sdc_type stored, int wanted);
 
+/* sd.cpp's rule, used by -M convert for the SD families (SD 1.x/2.x/XL) so both tools
+ * write the same types: the target is the first matching rule, else `wanted` (-1: keep);
+ * the stored type is kept for integer tensors, a quantised target whose block does not
+ * divide ne[0] (no fallback type), names ending in ".bias", ".scale" or ".weight_scale",
+ * and names containing any of sd.cpp's input/output markers (img_in., txt_in., time_in.,
+ * vector_in., guidance_in., final_layer., x_embedder., t_embedder., y_embedder., pos_embed,
+ * context_embedder., time_embed., label_emb., embedding). Everything else converts,
+ * 1-D norm weights included. */
+sdc_type sdc_quant_pick_type_sdcpp(const sdc_quant_rules *rules, const char *name,
+                                   const int64_t *ne, sdc_type stored, int wanted);
+
+/* Tensors sd.cpp drops when it loads a checkpoint (the noise schedule tables but
+ * alphas_cumprod, CLIP position_ids, logit_scale, EMA bookkeeping, ...; matched as name
+ * prefixes): -M convert leaves them out as sd.cpp's convert does. */
+bool sdc_quant_sdcpp_unused(const char *name);
+
 /* True for the types --type and the rules accept (f32, f16, bf16, q4_0 ... q6_K). */
 bool sdc_quant_type_is_target(int type);
 

@@ -3,11 +3,16 @@
  * continued through --imat-in (calls add up), -M convert with --imat-in writes a
  * self-contained GGUF (tokenizer embedded) that generates with -m alone, the image from
  * an F16 convert equals the one from --type f16 on load, existing --imat-out files get a
- * warning, and bad inputs fail with one error line. */
+ * warning, and bad inputs fail with one error line. An SD-layout file converts as sd.cpp
+ * converts it: its type rule, its dropped tensors, importances of ones (bytes equal to
+ * ggml's quantize_q4_K with ones on the golden matrix), the CLIP tokenizer embedded. */
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/gguf.h"
 #include "io/image.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "pipeline/imatrix.h"
 #include "sdc.h"
 #include "test_util.h"
@@ -54,6 +59,98 @@ static sdc_imatrix *load(const char *name) {
     sdc_imatrix_create(&im);
     CHECK(sdc_imatrix_load(im, path) == SDC_OK, "load %s: %s", name, sdc_last_error());
     return im;
+}
+
+/* A few tensors named as in an SD1 checkpoint; the CLIP fc1 weight is the golden 4x256
+ * matrix, so its q4_K bytes can be compared with ggml's uniform-importance bytes. */
+static void test_sd_layout(void) {
+    sdc_st_file *gold = NULL, *uni = NULL;
+    CHECK(sdc_st_open(SDC_GOLDEN_DIR "/gguf/quant_expected.safetensors", &gold) == SDC_OK &&
+              sdc_st_open(SDC_SOURCE_DIR "/tests/data/sdconvert/uniform_expected.safetensors",
+                          &uni) == SDC_OK,
+          "references: %s", sdc_last_error());
+    if (!gold || !uni) return;
+    static float m[4 * 256], v[256], big[64 * 256], sched[1000];
+    sdc_st_to_f32(sdc_st_find(gold, "m4x256.src"), m);
+    unsigned long long seed = 11;
+    for (int i = 0; i < 64 * 256; i++) big[i] = t_randf(&seed);
+    for (int i = 0; i < 256; i++) v[i] = t_randf(&seed);
+    for (int i = 0; i < 1000; i++) sched[i] = 1e-3f * (float)i;
+    static const struct {
+        const char *name;
+        int ndim;
+        int64_t shape[4];
+        const float *data;
+        const char *want; /* sd.cpp's type at q4_K, NULL: not written */
+    } t[] = {
+        {"cond_stage_model.transformer.text_model.encoder.layers.0.mlp.fc1.weight",
+         2,
+         {4, 256},
+         m,
+         "q4_K"},
+        {"cond_stage_model.transformer.text_model.final_layer_norm.weight", 1, {256}, v, "q4_K"},
+        {"cond_stage_model.transformer.text_model.final_layer_norm.bias", 1, {256}, v, "f32"},
+        {"cond_stage_model.transformer.text_model.embeddings.token_embedding.weight",
+         2,
+         {64, 256},
+         big,
+         "f32"},
+        {"model.diffusion_model.time_embed.0.weight", 2, {64, 256}, big, "f32"},
+        {"model.diffusion_model.input_blocks.1.1.proj_in.weight", 4, {64, 256, 1, 1}, big, "f32"},
+        {"first_stage_model.decoder.conv_out.weight", 4, {4, 64, 8, 8}, big, "f32"},
+        {"betas", 1, {1000}, sched, NULL},
+        {"alphas_cumprod", 1, {1000}, sched, "f32"},
+    };
+    int n = (int)(sizeof t / sizeof t[0]);
+    char path[600];
+    snprintf(path, sizeof path, "%s/sdlike.safetensors", g_dir);
+    sdc_st_writer *w;
+    CHECK(sdc_st_writer_create(&w) == SDC_OK, "st writer");
+    for (int i = 0; i < n; i++)
+        sdc_st_writer_add(w, t[i].name, SDC_ST_F32, t[i].ndim, t[i].shape, t[i].data);
+    CHECK(sdc_st_writer_write(w, path, NULL, NULL) == SDC_OK, "write: %s", sdc_last_error());
+    sdc_st_writer_free(w);
+    char err[8192];
+    CHECK(run_sdc("-M convert -m sdlike.safetensors --clip-tokenizer " SDC_GOLDEN_DIR
+                  "/sd1/tokenizer/vocab.json --type q4_K -o sdlike.gguf",
+                  err, sizeof err) == 0,
+          "convert sd layout: %s", err);
+    CHECK(run_sdc("-M convert -m sdlike.safetensors --clip-tokenizer /nonexistent/vocab.json "
+                  "--type q4_K -o bad.gguf",
+                  err, sizeof err) == 1 &&
+              strstr(err, "nonexistent"),
+          "a --clip-tokenizer that fails is the error: %s", err);
+    snprintf(path, sizeof path, "%s/sdlike.gguf", g_dir);
+    sdc_gguf_file *g = NULL;
+    CHECK(sdc_gguf_open(path, &g) == SDC_OK, "open: %s", sdc_last_error());
+    if (g) {
+        int written = 0;
+        for (int i = 0; i < n; i++) {
+            const sdc_gguf_tensor *gt = sdc_gguf_find_tensor(g, t[i].name);
+            const char *got = gt ? sdc_type_name((sdc_type)gt->type) : NULL;
+            written += t[i].want != NULL;
+            CHECK(t[i].want ? got && !strcmp(got, t[i].want) : !got, "%s: %s, want %s", t[i].name,
+                  got ? got : "absent", t[i].want ? t[i].want : "absent");
+        }
+        CHECK(sdc_gguf_tensor_count(g) == written, "%d tensors, want %d", sdc_gguf_tensor_count(g),
+              written);
+        const sdc_gguf_tensor *fc1 = sdc_gguf_find_tensor(g, t[0].name);
+        const sdc_st_tensor *want = sdc_st_find(uni, "m4x256.q4_K.ones.q");
+        size_t diff = 0;
+        for (size_t i = 0; fc1 && want && i < want->nbytes && i < fc1->nbytes; i++)
+            diff += ((const uint8_t *)fc1->data)[i] != ((const uint8_t *)want->data)[i];
+        CHECK(fc1 && want && fc1->nbytes == want->nbytes && diff == 0,
+              "fc1 q4_K: %zu bytes differ from ggml's with importances of ones", diff);
+        printf("  sd layout q4_K: %d tensors, fc1 %zu bytes differ from ggml(ones)\n",
+               sdc_gguf_tensor_count(g), diff);
+        const char *merges = NULL;
+        CHECK(sdc_gguf_get_str(g, "tokenizer.clip_l.merges", &merges) == SDC_OK && merges &&
+                  !strncmp(merges, "#version: 0.2\n", 14),
+              "CLIP merges embedded");
+        sdc_gguf_close(g);
+    }
+    sdc_st_close(gold);
+    sdc_st_close(uni);
 }
 
 int main(void) {
@@ -125,6 +222,8 @@ int main(void) {
               strstr(err, "bad.dat"),
           "malformed imatrix: %s", err);
     CHECK(run_sdc("-M convert -o x.gguf", err, sizeof err) == 1, "no input: %s", err);
+
+    test_sd_layout();
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     CHECK(system(cmd) == 0, "cleanup");

@@ -61,9 +61,12 @@ static const char *const k_types[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q
                                       "q3_K", "q4_K", "q5_K", "q6_K", "f16",  "bf16"};
 
 /* Converts the dit file with a rule forcing w.weight to type t, checks the bytes against
- * ggml's and the loaded values against our quantiser's own round trip. */
+ * ggml's (with the golden importances, or without an imatrix against ggml's bytes for an
+ * importance vector of ones, which is what sd.cpp's convert passes: uniform, else the
+ * golden plain bytes for f16/bf16) and the loaded values against our quantiser's own round
+ * trip. */
 static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
-                       const sdc_st_file *gold) {
+                       const sdc_st_file *gold, const sdc_st_file *uniform) {
     char out[512], rules[64], key[128];
     tmp_path(out, sizeof out, "type.gguf");
     snprintf(rules, sizeof rules, "\\.w\\.weight$=%s", t);
@@ -83,8 +86,14 @@ static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
     int type = sdc_type_from_name(t);
     CHECK(gt && (int)gt->type == type && gt->ne[0] == 512 && gt->ne[1] == 3 && gt->n_dims == 2,
           "%s: tensor type/shape", t);
-    snprintf(key, sizeof key, "m3x512.%s.%s.q", t, im ? "imatrix" : "plain");
-    const sdc_st_tensor *q = sdc_st_find(gold, key);
+    const sdc_type_traits *tr = sdc_type_get(type);
+    snprintf(key, sizeof key, "m3x512.%s.%s.q", t, im ? "imatrix" : "ones");
+    const sdc_st_tensor *q = sdc_st_find(im ? gold : uniform, key);
+    if (!im && !tr->is_quantized) {
+        snprintf(key, sizeof key, "m3x512.%s.plain.q", t);
+        q = sdc_st_find(gold, key);
+    }
+    CHECK(q != NULL, "reference %s present", key);
     if (gt && q) {
         CHECK(gt->nbytes == q->nbytes, "%s: %zu bytes, ggml %zu", key, gt->nbytes, q->nbytes);
         size_t diff = 0;
@@ -94,13 +103,16 @@ static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
         printf("  %-22s %5zu bytes, %zu differ from ggml\n", key, gt->nbytes, diff);
     }
     /* load back: dequantised values equal our quantiser's own output */
-    const sdc_type_traits *tr = sdc_type_get(type);
+    float ones[512];
+    for (int i = 0; i < 512; i++) ones[i] = 1.0f;
     size_t rb = sdc_type_row_bytes(type, 512);
     uint8_t *blk = malloc(rb * 3);
     float ref[3 * 512], got[3 * 512];
     for (int r = 0; r < 3; r++) {
         tr->from_float(g_src + r * 512, blk + r * rb, 512,
-                       im && tr->is_quantized && type != SDC_TYPE_Q8_0 ? g_imp : NULL);
+                       !tr->is_quantized || type == SDC_TYPE_Q8_0 ? NULL
+                       : im                                       ? g_imp
+                                                                  : ones);
         tr->to_float(blk + r * rb, ref + r * 512, 512);
     }
     free(blk);
@@ -120,6 +132,239 @@ static void check_type(const char *dit, const char *t, const sdc_imatrix *im,
           "%s: bias kept as F32", t);
     sdc_loader_free(l);
     sdc_gguf_close(g);
+}
+
+#define DATA(name) SDC_SOURCE_DIR "/tests/data/sdconvert/" name
+
+/* Importances of ones through the convert path's quantiser (scalar and SIMD dispatch) equal
+ * ggml's quantize_<t>(..., ones) bytes on both golden matrices, and differ from the plain
+ * quantiser's (ggml's _ref) for every type but q8_0: -M convert without --imat-in writes
+ * what sd.cpp's convert writes. */
+static void test_uniform_importance(const sdc_st_file *gold, const sdc_st_file *uniform) {
+    static const char *const mats[] = {"m4x256", "m3x512"};
+    static const char *const types[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0",
+                                        "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"};
+    static float x[4 * 512], ones[512];
+    static uint8_t q[4 * 512 * 2];
+    for (int i = 0; i < 512; i++) ones[i] = 1.0f;
+    for (int m = 0; m < 2; m++) {
+        char key[96];
+        snprintf(key, sizeof key, "%s.src", mats[m]);
+        const sdc_st_tensor *src = sdc_st_find(gold, key);
+        CHECK(src && src->ndim == 2, "golden %s", key);
+        if (!src) continue;
+        int64_t rows = src->shape[0], cols = src->shape[1];
+        sdc_st_to_f32(src, x);
+        sdc_tensor t = {0};
+        snprintf(t.name, sizeof t.name, "%s", key);
+        t.type = SDC_TYPE_F32;
+        t.ne[0] = cols, t.ne[1] = rows, t.ne[2] = t.ne[3] = 1;
+        t.data = x;
+        sdc_tensor_set_contiguous_strides(&t);
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+            sdc_type ty = (sdc_type)sdc_type_from_name(types[i]);
+            if (cols % sdc_type_get(ty)->block_size) continue;
+            snprintf(key, sizeof key, "%s.%s.ones.q", mats[m], types[i]);
+            const sdc_st_tensor *want = sdc_st_find(uniform, key);
+            snprintf(key, sizeof key, "%s.%s.plain.q", mats[m], types[i]);
+            const sdc_st_tensor *plain = sdc_st_find(gold, key);
+            snprintf(t.name, sizeof t.name, "%s", key);
+            sdc_status s = sdc_convert_tensor_data(&t, ty, q, ones, NULL);
+            CHECK(s == SDC_OK && want && plain, "%s %s: %s", mats[m], types[i],
+                  s ? sdc_last_error() : "reference missing");
+            if (s != SDC_OK || !want || !plain) continue;
+            size_t n = sdc_type_row_bytes(ty, cols) * (size_t)rows, diff = 0, vs_plain = 0;
+            CHECK(n == want->nbytes, "%s %s: %zu bytes, ggml %zu", mats[m], types[i], n,
+                  want->nbytes);
+            for (size_t b = 0; b < n && b < want->nbytes; b++) {
+                diff += q[b] != ((const uint8_t *)want->data)[b];
+                vs_plain += q[b] != ((const uint8_t *)plain->data)[b];
+            }
+            printf("  uniform %s %-4s: %zu/%zu bytes differ from ggml(ones), %zu from plain\n",
+                   mats[m], types[i], diff, n, vs_plain);
+            CHECK(diff == 0, "%s %s: %zu bytes differ from ggml's uniform-importance bytes",
+                  mats[m], types[i], diff);
+            CHECK((vs_plain == 0) == (ty == SDC_TYPE_Q8_0), "%s %s: ones %s the plain quantiser",
+                  mats[m], types[i], vs_plain ? "differ from" : "equal");
+        }
+    }
+}
+
+static double psnr(const sdc_image *a, const sdc_image *b);
+
+/* ---- the SD1 golden checkpoint to q8_0, as sd.cpp's convert writes it ---- */
+
+/* What sd.cpp keeps out of its converted file for this checkpoint: the noise schedule
+ * tables except alphas_cumprod, and CLIP's position_ids (its list of unused tensors). */
+static bool sd1_dropped(const char *name) {
+    static const char *const drop[] = {"betas",
+                                       "alphas_cumprod_prev",
+                                       "sqrt_alphas_cumprod",
+                                       "sqrt_one_minus_alphas_cumprod",
+                                       "log_one_minus_alphas_cumprod",
+                                       "sqrt_recip_alphas_cumprod",
+                                       "sqrt_recipm1_alphas_cumprod",
+                                       "posterior_variance",
+                                       "posterior_log_variance_clipped",
+                                       "posterior_mean_coef1",
+                                       "posterior_mean_coef2",
+                                       "cond_stage_model.transformer.text_model.embeddings."
+                                       "position_ids"};
+    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+        if (!strcmp(name, drop[i])) return true;
+    return false;
+}
+
+/* sd.cpp's type for --type q8_0 on an SD1 tensor (ModelLoader::tensor_should_be_converted,
+ * restated for the names an SD1 checkpoint has): float tensors whose innermost dimension
+ * is a multiple of 32, except biases, the UNet's time_embed and label_emb and the CLIP
+ * embeddings. 1-D norm weights are quantised; 3x3 and 1x1 convolutions (innermost 3 or 1)
+ * are not. */
+static sdc_type sd1_expected_type(const sdc_st_tensor *t) {
+    sdc_type stored = (sdc_type)sdc_st_dtype_to_type(t->dtype);
+    size_t n = strlen(t->name);
+    bool is_float = t->dtype == SDC_ST_F16 || t->dtype == SDC_ST_F32 || t->dtype == SDC_ST_BF16;
+    if (!is_float || t->shape[t->ndim - 1] % 32) return stored;
+    if (n >= 5 && !strcmp(t->name + n - 5, ".bias")) return stored;
+    if (strstr(t->name, "time_embed.") || strstr(t->name, "label_emb.") ||
+        strstr(t->name, "embedding"))
+        return stored;
+    return SDC_TYPE_Q8_0;
+}
+
+static sdc_image *sd1_image(const char *model, const char *tokenizer, int type) {
+    sdc_context_params cp;
+    sdc_context_params_init(&cp);
+    cp.model_path = model;
+    cp.weight_type = type;
+    cp.clip_tokenizer_path = tokenizer;
+    cp.n_threads = 2;
+    sdc_context *ctx = NULL;
+    CHECK(sdc_context_create(&cp, &ctx) == SDC_OK, "context %s: %s", model, sdc_last_error());
+    if (!ctx) return NULL;
+    sdc_generate_params p;
+    sdc_generate_params_init(&p);
+    p.prompt = "a lovely cat";
+    p.width = p.height = 64;
+    p.steps = 1;
+    p.seed = 42;
+    sdc_image *img = NULL;
+    int n = 0;
+    CHECK(sdc_generate_image(ctx, &p, &img, &n) == SDC_OK, "generate %s: %s", model,
+          sdc_last_error());
+    sdc_context_free(ctx);
+    return img;
+}
+
+static void test_sd1_q8_0(void) {
+#ifdef SDC_SANITIZED
+    printf("SKIP sd1 q8_0: full-size SD1 runs are too slow under the sanitizers\n");
+    return;
+#endif
+    const char *model = SDC_SD1_MODEL;
+    sdc_st_file *src = NULL;
+    if (sdc_st_open(model, &src) != SDC_OK) {
+        printf("SKIP sd1 q8_0: %s absent (make_sd1_random.py --seed 1001 makes it)\n", model);
+        sdc_clear_error();
+        return;
+    }
+    char out[512];
+    tmp_path(out, sizeof out, "sd1_q8_0.gguf");
+    sdc_convert_params cp;
+    sdc_convert_params_init(&cp);
+    cp.model_path = model;
+    cp.clip_tokenizer_path = GOLDEN("sd1/tokenizer/vocab.json");
+    cp.output_path = out;
+    cp.type = SDC_TYPE_Q8_0;
+    cp.n_threads = 2;
+    CHECK(sdc_convert(&cp) == SDC_OK, "convert sd1: %s", sdc_last_error());
+    sdc_gguf_file *g = NULL;
+    CHECK(sdc_gguf_open(out, &g) == SDC_OK, "open %s: %s", out, sdc_last_error());
+    if (g) {
+        int kept = 0, dropped = 0, bad = 0, quantised = 0;
+        for (int i = 0; i < sdc_st_count(src); i++) {
+            const sdc_st_tensor *t = sdc_st_at(src, i);
+            const sdc_gguf_tensor *gt = sdc_gguf_find_tensor(g, t->name);
+            if (sd1_dropped(t->name)) {
+                dropped++;
+                if (gt && bad++ < 5) printf("  %s: sd.cpp drops it, we wrote it\n", t->name);
+                continue;
+            }
+            kept++;
+            sdc_type want = sd1_expected_type(t);
+            bool shape_ok = gt && gt->n_dims == t->ndim;
+            for (int d = 0; shape_ok && d < t->ndim; d++)
+                shape_ok = gt->ne[d] == t->shape[t->ndim - 1 - d];
+            if (!gt || (sdc_type)gt->type != want || !shape_ok) {
+                if (bad++ < 5)
+                    printf("  %s: %s, want %s%s\n", t->name,
+                           gt ? sdc_type_name((sdc_type)gt->type) : "missing", sdc_type_name(want),
+                           shape_ok ? "" : " (shape)");
+                continue;
+            }
+            quantised += want == SDC_TYPE_Q8_0;
+        }
+        printf("  sd1 q8_0: %d tensors written (%d q8_0), %d dropped, %d wrong\n",
+               sdc_gguf_tensor_count(g), quantised, dropped, bad);
+        CHECK(bad == 0 && dropped == 12 && sdc_gguf_tensor_count(g) == kept,
+              "sd1 q8_0 names/types as sd.cpp writes them: %d wrong, %d dropped, %d of %d", bad,
+              dropped, sdc_gguf_tensor_count(g), kept);
+        /* the tokenizer: OpenAI's merges, verbatim */
+        const char *merges = NULL;
+        size_t n = 0;
+        unsigned char *gold = t_read_file(GOLDEN("sd1/tokenizer/merges.txt"), &n);
+        CHECK(sdc_gguf_get_str(g, "tokenizer.clip_l.merges", &merges) == SDC_OK && merges && gold &&
+                  strlen(merges) == n && !memcmp(merges, gold, n),
+              "CLIP merges embedded, equal to the tokenizer's merges.txt (%zu bytes)", n);
+        free(gold);
+        sdc_gguf_close(g);
+    }
+    sdc_st_close(src);
+    /* the converted file alone (no tokenizer flag) generates the F16 checkpoint's image up to
+     * q8_0 rounding: measured 42.5 dB at 64x64, 1 step */
+    sdc_image *q = sd1_image(out, NULL, -1);
+    sdc_image *ref = sd1_image(model, GOLDEN("sd1/tokenizer/vocab.json"), -1);
+    if (q && ref) {
+        double db = psnr(ref, q);
+        printf("  sd1 q8_0 GGUF vs F16 checkpoint, 64x64 1 step: PSNR %.2f dB\n", db);
+        CHECK(db > 37, "sd1 q8_0 image PSNR %.2f dB", db);
+    }
+    /* --type q8_0 on load takes the same rule and quantiser: the same image, exactly */
+    sdc_image *onload = sd1_image(model, GOLDEN("sd1/tokenizer/vocab.json"), SDC_TYPE_Q8_0);
+    if (q && onload) {
+        double db = psnr(onload, q);
+        printf("  sd1 q8_0 GGUF vs --type q8_0 on load: PSNR %.2f dB\n", db);
+        CHECK(isinf(db), "converted file and on-load conversion give the same image (%.2f dB)", db);
+    }
+    sdc_free_images(q, 1);
+    sdc_free_images(ref, 1);
+    sdc_free_images(onload, 1);
+    remove(out);
+}
+
+/* A PyTorch .ckpt converts too (tests/data/ckpt/basic.ckpt, made by gen_ckpt_cases.py),
+ * its empty zeros(0, 3) tensor included: 2 dims, no bytes. */
+static void test_ckpt_input(void) {
+    char out[512];
+    tmp_path(out, sizeof out, "ckpt.gguf");
+    sdc_convert_params p;
+    sdc_convert_params_init(&p);
+    p.model_path = SDC_SOURCE_DIR "/tests/data/ckpt/basic.ckpt";
+    p.output_path = out;
+    p.type = SDC_TYPE_Q8_0;
+    CHECK(sdc_convert(&p) == SDC_OK, "convert basic.ckpt: %s", sdc_last_error());
+    sdc_gguf_file *g = NULL;
+    if (sdc_gguf_open(out, &g) != SDC_OK) {
+        CHECK(0, "open %s: %s", out, sdc_last_error());
+        return;
+    }
+    const sdc_gguf_tensor *e = sdc_gguf_find_tensor(g, "empty");
+    CHECK(e && e->n_dims == 2 && e->ne[0] == 3 && e->ne[1] == 0 && e->nbytes == 0,
+          "empty tensor written as ne [3, 0]");
+    printf("  basic.ckpt -> GGUF: %d tensors\n", sdc_gguf_tensor_count(g));
+    CHECK(sdc_gguf_tensor_count(g) == 16, "16 tensors, got %d", sdc_gguf_tensor_count(g));
+    sdc_gguf_close(g);
+    remove(out);
 }
 
 static void test_pick_rules(void) {
@@ -164,6 +409,40 @@ static void test_pick_rules(void) {
           "no type: stored");
     CHECK(sdc_quant_pick_type(NULL, "x.w", 2, m, SDC_TYPE_I32, SDC_TYPE_Q8_0) == SDC_TYPE_I32,
           "integers kept");
+    /* sd.cpp's rule (SD families): restated from ModelLoader::tensor_should_be_converted */
+    int64_t w320[4] = {320, 640, 1, 1}, conv[4] = {3, 3, 320, 320};
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.norm.weight", v, SDC_TYPE_F32, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_Q8_0,
+          "sd.cpp: 1-D norm weight quantised");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.x.bias", v, SDC_TYPE_F32, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F32,
+          "sd.cpp: bias kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.x.scale", m, SDC_TYPE_F16, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F16,
+          "sd.cpp: .scale kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.attn.to_q.weight", w320, SDC_TYPE_F16,
+                                    SDC_TYPE_Q4_K) == SDC_TYPE_F16,
+          "sd.cpp: q4_K on 320 columns kept (no fallback)");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.conv.weight", conv, SDC_TYPE_F16, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F16,
+          "sd.cpp: 3x3 conv kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "model.diffusion_model.label_emb.0.0.weight", m,
+                                    SDC_TYPE_F16, SDC_TYPE_Q8_0) == SDC_TYPE_F16,
+          "sd.cpp: label_emb kept");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "m.token_embedding.weight", m, SDC_TYPE_F16,
+                                    SDC_TYPE_Q8_0) == SDC_TYPE_F16,
+          "sd.cpp: embeddings kept");
+    CHECK(sdc_quant_pick_type_sdcpp(r, "x.attn.weight", m, SDC_TYPE_F16, -1) == SDC_TYPE_Q8_0,
+          "sd.cpp: a rule applies without --type");
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "x.w", m, SDC_TYPE_I32, SDC_TYPE_Q8_0) == SDC_TYPE_I32,
+          "sd.cpp: integers kept");
+    int64_t empty[4] = {0, 3, 1, 1};
+    CHECK(sdc_quant_pick_type_sdcpp(NULL, "x.w", empty, SDC_TYPE_F32, SDC_TYPE_Q8_0) ==
+              SDC_TYPE_F32,
+          "sd.cpp: an empty tensor is kept");
+    CHECK(sdc_quant_sdcpp_unused("betas") && !sdc_quant_sdcpp_unused("alphas_cumprod") &&
+              sdc_quant_sdcpp_unused("model_ema.diffusion_modelinput_blocks00weight"),
+          "sd.cpp's unused tensors");
     sdc_quant_rules_free(r);
     CHECK(sdc_quant_rules_parse("abc", &r) != SDC_OK && !r, "rule without '=' refused");
     CHECK(sdc_quant_rules_parse("a=q9_9", &r) != SDC_OK, "unknown type refused: %s",
@@ -382,10 +661,17 @@ int main(void) {
     sdc_imatrix *im;
     sdc_imatrix_create(&im);
     CHECK(sdc_imatrix_load(im, imat) == SDC_OK, "load imatrix: %s", sdc_last_error());
+    sdc_st_file *uniform = NULL;
+    CHECK(sdc_st_open(DATA("uniform_expected.safetensors"), &uniform) == SDC_OK, "uniform: %s",
+          sdc_last_error());
+    test_uniform_importance(gold, uniform);
+    test_sd1_q8_0();
+    test_ckpt_input();
     for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
-        check_type(dit, k_types[i], NULL, gold);
-        check_type(dit, k_types[i], im, gold);
+        check_type(dit, k_types[i], NULL, gold, uniform);
+        check_type(dit, k_types[i], im, gold, uniform);
     }
+    sdc_st_close(uniform);
 
     /* --type alone: the keep rule decides; two components, one GGUF, prefixes kept */
     tmp_path(out, sizeof out, "multi.gguf");

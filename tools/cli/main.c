@@ -204,6 +204,7 @@ static int convert(sdc_cli_args *a) {
     p.clip_g_path = a->ctx.clip_g_path;
     p.vae_path = a->ctx.vae_path;
     p.t5_tokenizer_path = a->ctx.t5_tokenizer_path;
+    p.clip_tokenizer_path = a->ctx.clip_tokenizer_path;
     p.output_path = a->output_path;
     p.type = a->ctx.weight_type;
     p.tensor_type_rules = a->ctx.tensor_type_rules;
