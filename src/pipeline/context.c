@@ -123,8 +123,7 @@ static sdc_status check_options(const sdc_context_params *p, const sdc_family_de
                  "encoder); ignored",
                  fam);
     if ((p->lora_model_dir || p->lora_apply_mode) && !has_clip)
-        SDC_LOGW("--lora-model-dir: LoRA is not supported for %s yet; the folder is not read",
-                 fam);
+        SDC_LOGW("--lora-model-dir: LoRA is not supported for %s yet; the folder is not read", fam);
     if (p->vae_on_cpu && pixel)
         SDC_LOGW("--vae-on-cpu: %s works in pixel space and has no VAE; ignored", fam);
     if (p->vae_tiling && pixel)

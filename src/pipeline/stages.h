@@ -44,8 +44,7 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
 /* img2img: the init image through the first stage. latent: shape.n floats; noise
  * (shape.n, or NULL) samples a VAE posterior. */
 sdc_status sdc_stage_encode_image(sdc_context *ctx, const sdc_image *img,
-                                  const sdc_latent_shape *shape, const float *noise,
-                                  float *latent);
+                                  const sdc_latent_shape *shape, const float *noise, float *latent);
 /* inpainting: mask image -> per latent cell "keep" weights (black keeps, white
  * regenerates), averaged over each cell. */
 void sdc_stage_mask_to_keep(const sdc_image *mask, int downscale, const sdc_latent_shape *shape,

@@ -72,8 +72,8 @@ static void expect(const char *family_file, const char *name, const char *needle
     char want[256];
     if (!name && !needle) { /* implemented: the family loads, and says what is wrong with it */
         CHECK(s == SDC_ERR_FORMAT && !ctx && strstr(msg, "model.diffusion_model."),
-              "%s: loads and names the partial key list's missing or odd tensor (%s)",
-              family_file, sdc_status_string(s));
+              "%s: loads and names the partial key list's missing or odd tensor (%s)", family_file,
+              sdc_status_string(s));
         remove(out);
         return;
     }
