@@ -261,9 +261,11 @@ c2=$(submit_other)
 B=$(grep -o 'job_[0-9a-f]*' "$TMP/sub.json" | head -1)
 c3=$(submit_other)
 check "queue bound: 202, 202, then 429 (got $c1 $c2 $c3)" [ "$c1 $c2 $c3" = "202 202 429" ]
-for _ in $(seq 1 100); do [ "$(rcli HGET "sdc:t:job:$A" state)" = generating ] && break; sleep 0.1; done
-cA=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:${LIVE[0]}/sdcpp/v1/jobs/$A/cancel")
+# (up to 60 s: on a loaded machine the node takes a while to start A; B must still be queued)
+for _ in $(seq 1 600); do [ "$(rcli HGET "sdc:t:job:$A" state)" = generating ] && break; sleep 0.1; done
+# B first: once A is cancelled the node would take B next
 cB=$(curl -s -o "$TMP/cb.json" -w '%{http_code}' -X POST "http://127.0.0.1:${LIVE[1]}/sdcpp/v1/jobs/$B/cancel")
+cA=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:${LIVE[0]}/sdcpp/v1/jobs/$A/cancel")
 check "cancel of a queued job on another node: cancelled at once" bash -c "[ $cB = 200 ] && grep -q '\"status\":\"cancelled\"' '$TMP/cb.json'"
 sA=
 for _ in $(seq 1 200); do # 20 s at most
