@@ -26,8 +26,9 @@ So the text encoders are full size (the bulk of the file) and only the UNet and 
         model.diffusion_model.*    UNet model_channels 32 (sd.cpp SDXL: channel_mult 1,2,4, 2 res blocks,
                                    attention at levels 1,2 with depth 2,10, middle depth 10, head_dim 64, linear
                                    proj), context 2048, label_emb 2816 -> 128 -> 128
-  both  first_stage_model.*        AutoencoderKL ch 32 (ch_mult 1,2,4,4, 2 res blocks, z 4); sd.cpp infers only
-                                   the decoder's ch, so its img2img (encoder at ch 128) cannot use these files
+  both  first_stage_model.*        AutoencoderKL (ch_mult 1,2,4,4, 2 res blocks, z 4) with a narrow decoder (ch 32)
+                                   and the standard encoder (ch 128): sd.cpp infers only the decoder's ch and wants
+                                   every encoder tensor present with ch 128
         LDM schedule buffers       as make_sd1_random.py (scaled-linear 0.00085..0.012, float64 math, F32)
 All weights F16.
 
@@ -124,7 +125,7 @@ def unet_tensors(mc, mult, attn_depth, mid_depth, ctx, adm):
     return t
 
 
-def vae_tensors(ch):
+def vae_tensors(ch, enc_ch):
     t = []
 
     def add(n, *shape):
@@ -148,12 +149,12 @@ def vae_tensors(ch):
             conv(p + k, c, c, 1)
 
     mult = [1, 2, 4, 4]
-    conv("encoder.conv_in", ch, 3, 3)
-    cin = ch
+    conv("encoder.conv_in", enc_ch, 3, 3)
+    cin = enc_ch
     for i, m in enumerate(mult):
         for j in range(2):
-            res(f"encoder.down.{i}.block.{j}.", cin, ch * m)
-            cin = ch * m
+            res(f"encoder.down.{i}.block.{j}.", cin, enc_ch * m)
+            cin = enc_ch * m
         if i != len(mult) - 1:
             conv(f"encoder.down.{i}.downsample.conv", cin, cin, 3)
     res("encoder.mid.block_1.", cin, cin), attn("encoder.mid.attn_1.", cin), res("encoder.mid.block_2.", cin, cin)
@@ -222,7 +223,7 @@ def model_tensors(kind):
         te = hf_clip_tensors("conditioner.embedders.0.transformer.text_model.", 768, 3072, 12)
         te += openclip_tensors("conditioner.embedders.1.model.", 1280, 5120, 32, 1280)
         un = unet_tensors(32, [1, 2, 4], [0, 2, 10], 10, 2048, 2816)
-    return te + un + vae_tensors(32)
+    return te + un + vae_tensors(32, 128)
 
 
 def schedule_buffers():

@@ -59,8 +59,8 @@ static bool checkpoint(const char *kind, const char *file, char *path, size_t n)
     if (stat(path, &st) == 0) return true;
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s' >/dev/null", dir,
-             SDC_SOURCE_DIR, kind, path);
+             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s' >/dev/null",
+             dir, SDC_SOURCE_DIR, kind, path);
     printf("generating %s: %s\n", path, cmd);
     fflush(stdout);
     if (system(cmd) != 0 || stat(path, &st) != 0) {
@@ -130,7 +130,8 @@ int main(void) {
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
     static const struct {
         const char *kind, *file;
-    } kinds[] = {{"sd2", "sd2_reduced_2002.safetensors"}, {"sdxl", "sdxl_reduced_3003.safetensors"}};
+    } kinds[] = {{"sd2", "sd2_reduced_2002.safetensors"},
+                 {"sdxl", "sdxl_reduced_3003.safetensors"}};
     int compared = 0, expected = cJSON_GetArraySize(runs), have = 0;
     for (int k = 0; k < 2; k++) {
         char model[1024];
