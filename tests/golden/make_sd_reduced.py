@@ -2,8 +2,8 @@
 """Deterministic random-weight SD 2.x and SDXL checkpoints, reduced where sd.cpp allows, original single-file
 (LDM / SGM) layout.  numpy only.
 
-    python3 make_sd_reduced.py sd2  --seed 2002 OUT.safetensors    # ~0.72 GB, ~25 s
-    python3 make_sd_reduced.py sdxl --seed 3003 OUT.safetensors    # ~1.72 GB, ~60 s
+    python3 make_sd_reduced.py sd2  --seed 2002 OUT.safetensors    # ~0.95 GB, ~30 s
+    python3 make_sd_reduced.py sdxl --seed 3003 OUT.safetensors    # ~1.92 GB, ~60 s
     python3 make_sd_reduced.py sd2 --list                          # names, shapes, init rule; writes nothing
 
 Independent reference: the images these checkpoints give are compared with stable-diffusion.cpp's sd-cli
@@ -13,7 +13,7 @@ What is reduced, and why only that: sd.cpp (97d29908) reads from the weights onl
 (`input_blocks.0.0`), time_embed_dim, adm_in_channels, context_dim (`attn2.to_k`) and the VAE decoder ch
 (`decoder.conv_in`); everything else is fixed per version: UNet channel_mult / res blocks / transformer depth /
 head_dim 64, and every text encoder's width, heads and layer count (all its tensors must be in the file).
-So the text encoders are full size (the bulk of the file) and only the UNet and VAE are narrow:
+So the text encoders are full size (the bulk of the file) and only the UNet is narrow:
   sd2   cond_stage_model.model.*   OpenCLIP ViT-H/14 text (24 layers, 1024 wide, 16 heads, mlp 4096, OpenCLIP
                                    layout: token_embedding, positional_embedding, transformer.resblocks.N.{ln_1,
                                    attn.in_proj_weight/bias, attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_final,
@@ -26,9 +26,9 @@ So the text encoders are full size (the bulk of the file) and only the UNet and 
         model.diffusion_model.*    UNet model_channels 32 (sd.cpp SDXL: channel_mult 1,2,4, 2 res blocks,
                                    attention at levels 1,2 with depth 2,10, middle depth 10, head_dim 64, linear
                                    proj), context 2048, label_emb 2816 -> 128 -> 128
-  both  first_stage_model.*        AutoencoderKL (ch_mult 1,2,4,4, 2 res blocks, z 4) with a narrow decoder (ch 32)
-                                   and the standard encoder (ch 128): sd.cpp infers only the decoder's ch and wants
-                                   every encoder tensor present with ch 128
+  both  first_stage_model.*        the SD AutoencoderKL at full size (ch 128, ch_mult 1,2,4,4, 2 res blocks, z 4):
+                                   sd.cpp infers only the decoder's ch and wants every encoder tensor with ch 128,
+                                   and sdc's VAE wants encoder and decoder of one width
         LDM schedule buffers       as make_sd1_random.py (scaled-linear 0.00085..0.012, float64 math, F32)
 All weights F16.
 
@@ -223,7 +223,7 @@ def model_tensors(kind):
         te = hf_clip_tensors("conditioner.embedders.0.transformer.text_model.", 768, 3072, 12)
         te += openclip_tensors("conditioner.embedders.1.model.", 1280, 5120, 32, 1280)
         un = unet_tensors(32, [1, 2, 4], [0, 2, 10], 10, 2048, 2816)
-    return te + un + vae_tensors(32, 128)
+    return te + un + vae_tensors(128, 128)
 
 
 def schedule_buffers():
