@@ -141,7 +141,7 @@ static sdc_status encode_chunk(sd_family *f, const sdc_stage_env *env, const int
 static void size_embedding(float t, int dim, float *out) {
     int half = dim / 2;
     for (int i = 0; i < half; i++) {
-        float freq = expf(-logf(10000.0f) * (float)i / (float)half);
+        float freq = (float)exp(-log(10000.0) * i / half); /* sd.cpp: in double */
         out[i] = cosf(t * freq);
         out[half + i] = sinf(t * freq);
     }
@@ -164,8 +164,8 @@ static sdc_status load_embeddings(sd_family *f, const char *prompt, sdc_clip_emb
     for (int e = 0; e < f->n_clip; e++) {
         const sdc_clip_text_config *cc = sdc_clip_text_get_config(f->clip[e].model);
         const char *key = f->n_clip == 2 ? (e == 0 ? "clip_l" : "clip_g") : NULL;
-        sdc_status s = sdc_clip_embeddings_load(f->embd_dir, prompt, cc->hidden, key, &embd[e],
-                                                &n_embd[e]);
+        sdc_status s =
+            sdc_clip_embeddings_load(f->embd_dir, prompt, cc->hidden, key, &embd[e], &n_embd[e]);
         if (s != SDC_OK) return s;
     }
     return SDC_OK;
@@ -187,7 +187,8 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
     if (s != SDC_OK) return s;
     if (f->lora_dir && !a->uncond) { /* the prompt's LoRAs, for the text encoder and UNet */
         sdc_lora_request *req = n_loras ? calloc((size_t)n_loras, sizeof *req) : NULL;
-        for (int i = 0; req && i < n_loras; i++) req[i] = (sdc_lora_request){loras[i].name, loras[i].weight};
+        for (int i = 0; req && i < n_loras; i++)
+            req[i] = (sdc_lora_request){loras[i].name, loras[i].weight};
         s = n_loras && !req ? sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory")
                             : sdc_lora_set_active(f->lora, f->lora_dir, req, n_loras, f->lora_mode);
         free(req);
@@ -204,7 +205,9 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
     if (s == SDC_OK)
         s = sdc_clip_prompt_tokens(f->clip[0].tok, clean, f->clip[0].pad_id, embd[0], n_embd[0],
                                    &tk);
-    bool zero = f->fam == SDC_FAMILY_SDXL && a->uncond && !*clean; /* sd.cpp: zeros */
+    /* sd.cpp: an empty SDXL negative prompt gives zero hidden states, but its pooled vector
+     * is still clip_g's output for "" */
+    bool zero = f->fam == SDC_FAMILY_SDXL && a->uncond && !*clean;
     float *pooled = NULL;
     if (s == SDC_OK) {
         out->n_ctx = tk.n_chunks * CLIP_CHUNK;
@@ -215,18 +218,21 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
         if (!out->ctx || (f->pooled_dim && !pooled))
             s = sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
     }
-    for (int k = 0; k < tk.n_chunks && s == SDC_OK && !zero; k++) {
+    for (int k = 0; k < tk.n_chunks && s == SDC_OK; k++) {
         float *h = out->ctx + (size_t)k * CLIP_CHUNK * f->ctx_dim;
         s = encode_chunk(f, env, tk.ids + k * CLIP_CHUNK, a->clip_skip, embd, n_embd, h,
                          k == 0 ? pooled : NULL);
         if (s == SDC_OK)
             sdc_clip_apply_weights(h, CLIP_CHUNK, f->ctx_dim, tk.weights + k * CLIP_CHUNK);
+        if (s == SDC_OK && zero) memset(h, 0, (size_t)CLIP_CHUNK * f->ctx_dim * sizeof(float));
     }
     if (s == SDC_OK && f->adm) {
         out->n_pooled = f->adm;
         out->pooled = malloc((size_t)f->adm * sizeof(float));
-        if (!out->pooled) s = sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
-        else sdxl_vector(pooled, f->pooled_dim, a->width, a->height, out->pooled);
+        if (!out->pooled)
+            s = sdc_fail(SDC_ERR_NO_MEMORY, "conditioning: out of memory");
+        else
+            sdxl_vector(pooled, f->pooled_dim, a->width, a->height, out->pooled);
     }
     free(pooled);
     for (int e = 0; e < 2; e++) sdc_clip_embeddings_free(embd[e], n_embd[e]);
@@ -246,8 +252,8 @@ static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float
     int w = width / 8, h = height / 8;
     size_t plane_in = (size_t)uc->in_channels * w * h, plane_out = (size_t)uc->out_channels * w * h;
     for (int b = 0; b < B; b++)
-        if (conds[b]->ctx_dim != uc->context_dim || (uc->adm_in_channels &&
-                                                     conds[b]->n_pooled != uc->adm_in_channels))
+        if (conds[b]->ctx_dim != uc->context_dim ||
+            (uc->adm_in_channels && conds[b]->n_pooled != uc->adm_in_channels))
             return sdc_fail(SDC_ERR_INTERNAL, "sd: conditioning %dx%d does not fit the UNet",
                             conds[b]->n_ctx, conds[b]->ctx_dim);
     float t[2] = {timestep, timestep};
@@ -270,9 +276,9 @@ static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float
                 memcpy(f->batch_y + (size_t)b * uc->adm_in_channels, conds[b]->pooled,
                        (size_t)uc->adm_in_channels * sizeof(float));
         }
-        return sdc_unet_forward(f->unet, env->backend, x, 2, w, h, t, f->batch_ctx,
-                                conds[0]->n_ctx, uc->adm_in_channels ? f->batch_y : NULL, out,
-                                env->eval_cb, env->eval_user);
+        return sdc_unet_forward(f->unet, env->backend, x, 2, w, h, t, f->batch_ctx, conds[0]->n_ctx,
+                                uc->adm_in_channels ? f->batch_y : NULL, out, env->eval_cb,
+                                env->eval_user);
     }
     for (int b = 0; b < B; b++) {
         sdc_status s = sdc_unet_forward(f->unet, env->backend, x + b * plane_in, 1, w, h, t,
@@ -311,9 +317,8 @@ static sdc_status vae_run(sd_family *f, const sdc_stage_env *env, bool decode, c
     sdc_status s = sdc_tiling_from_flags_ex(f->tile_size, f->tile_relative, f->tile_overlap,
                                             decode ? 1.0f : 2.0f, lw, lh, &t);
     if (s != SDC_OK) return s;
-    return sdc_tiled_apply(in, decode ? vc->z_channels : 3, w, h,
-                           decode ? 3 : 2 * vc->z_channels, decode ? 8 : 1, decode ? 1 : 8, &t,
-                           tile_run, &j, out);
+    return sdc_tiled_apply(in, decode ? vc->z_channels : 3, w, h, decode ? 3 : 2 * vc->z_channels,
+                           decode ? 8 : 1, decode ? 1 : 8, &t, tile_run, &j, out);
 }
 
 static sdc_status fs_encode(void *self, const sdc_stage_env *env, const float *pixels, int width,
@@ -427,9 +432,9 @@ static sdc_status load_clip(sd_family *f, const sdc_family_load_args *a, int e,
     sdc_status s = sdc_clip_text_load(&f->ws, prefix, &c->model);
     const sdc_context_params *p = a->params;
     if (s == SDC_OK) {
-        const char *near = e == 0 && p->clip_l_path ? p->clip_l_path
-                         : e == 1 && p->clip_g_path ? p->clip_g_path
-                                                    : p->model_path;
+        const char *near = e == 0 && p->clip_l_path   ? p->clip_l_path
+                           : e == 1 && p->clip_g_path ? p->clip_g_path
+                                                      : p->model_path;
         s = sdc_load_clip_tokenizer(a->weights, near, p->clip_tokenizer_path, e, &c->tok);
     }
     f->n_clip = e + 1;
@@ -448,10 +453,9 @@ static sdc_status load_text(sd_family *f, const sdc_family_load_args *a) {
     static const char *const l_xl[] = {"text_encoders.clip_l.transformer.",
                                        "conditioner.embedders.0.transformer.",
                                        "cond_stage_model.transformer.", NULL};
-    static const char *const g_xl[] = {"text_encoders.clip_g.transformer.",
-                                       "conditioner.embedders.1.model.",
-                                       "conditioner.embedders.1.transformer.",
-                                       "cond_stage_model.1.transformer.", NULL};
+    static const char *const g_xl[] = {
+        "text_encoders.clip_g.transformer.", "conditioner.embedders.1.model.",
+        "conditioner.embedders.1.transformer.", "cond_stage_model.1.transformer.", NULL};
     sdc_status s;
     switch (f->fam) {
     case SDC_FAMILY_SD1:
@@ -549,8 +553,10 @@ static sdc_status choose_prediction(sd_family *f, const sdc_context_params *p,
                                     sdc_prediction *pred) {
     if (p->prediction && *p->prediction) return sdc_prediction_from_name(p->prediction, pred);
     *pred = SDC_PRED_EPS;
-    if (sdc_loader_find(f->weights, "edm_vpred.sigma_max")) *pred = SDC_PRED_EDM_V;
-    else if (sdc_loader_find(f->weights, "v_pred")) *pred = SDC_PRED_V;
+    if (sdc_loader_find(f->weights, "edm_vpred.sigma_max"))
+        *pred = SDC_PRED_EDM_V;
+    else if (sdc_loader_find(f->weights, "v_pred"))
+        *pred = SDC_PRED_V;
     else if (f->fam == SDC_FAMILY_SD2) {
         bool v = false;
         sdc_status s = probe_v(f, &v);
@@ -577,9 +583,8 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
     const sdc_context_params *p = a->params;
     if (s == SDC_OK && p->lora_model_dir && *p->lora_model_dir) {
         f->lora_dir = p->lora_model_dir;
-        s = sdc_lora_mode_from_name(p->lora_apply_mode && *p->lora_apply_mode ? p->lora_apply_mode
-                                                                               : "auto",
-                                    &f->lora_mode);
+        s = sdc_lora_mode_from_name(
+            p->lora_apply_mode && *p->lora_apply_mode ? p->lora_apply_mode : "auto", &f->lora_mode);
         sdc_lora_set_threads(f->lora, f->n_threads);
     }
     if (s == SDC_OK) s = sdc_unet_load(&f->ws, P_UNET, &f->unet);
@@ -624,12 +629,12 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
                      uc->channel_mult[3], uc->context_dim, uc->adm_in_channels ? ", adm" : "");
     for (int e = 0; e < f->n_clip && n < (int)sizeof out->summary; e++) {
         const sdc_clip_text_config *cc = sdc_clip_text_get_config(f->clip[e].model);
-        n += snprintf(out->summary + n, sizeof out->summary - n, "%sclip %d layers x %d", e ? " + " : "",
-                      cc->n_layers, cc->hidden);
+        n += snprintf(out->summary + n, sizeof out->summary - n, "%sclip %d layers x %d",
+                      e ? " + " : "", cc->n_layers, cc->hidden);
     }
     if (n < (int)sizeof out->summary)
-        snprintf(out->summary + n, sizeof out->summary - n, "; %s%s, %s",
-                 f->vae ? "vae" : "", f->taesd ? " + taesd" : "", sdc_prediction_name(pred));
+        snprintf(out->summary + n, sizeof out->summary - n, "; %s%s, %s", f->vae ? "vae" : "",
+                 f->taesd ? " + taesd" : "", sdc_prediction_name(pred));
     return SDC_OK;
 }
 

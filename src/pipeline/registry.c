@@ -250,7 +250,7 @@ static const sdc_family_desc k_families[] = {
      "9 input channels (latent + mask + masked image)",
      COMPS(C_DIT("SDXL UNet"), C_SDXL_CLIP_L, C_SDXL_CLIP_G, C_SD_VAE, C_TAESD),
      RULES(R_NE(SDXL_ADM, 0, 2816), R_NE(UNET_IN0, 2, 9))},
-    {"SDXL", "sdxl", SDC_FAMILY_SDXL, false, false, LATENT, 4, 1024, 1024,
+    {"SDXL", "sdxl", SDC_FAMILY_SDXL, true, false, LATENT, 4, 1024, 1024,
      "SDXL base, Turbo, pix2pix (8 input channels), SSD-1B, Vega, v-pred and CosXL (EDM-v)",
      COMPS(C_DIT("SDXL UNet"), C_SDXL_CLIP_L, C_SDXL_CLIP_G, C_SD_VAE, C_TAESD),
      RULES(R_NE(SDXL_ADM, 0, 2816))},
@@ -292,7 +292,7 @@ static const sdc_family_desc k_families[] = {
     {"SD 2.x Inpaint", "sd2_inpaint", SDC_FAMILY_SD2, false, false, LATENT, 4, 512, 512,
      "9 input channels", COMPS(C_DIT("SD2 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD),
      RULES(R_NE(UNET_CTX, 0, 1024), R_NE(UNET_IN0, 2, 9))},
-    {"SD 2.x", "sd2", SDC_FAMILY_SD2, false, false, LATENT, 4, 768, 768,
+    {"SD 2.x", "sd2", SDC_FAMILY_SD2, true, false, LATENT, 4, 768, 768,
      "SD2.0/2.1 (512 eps, 768 v: v is found by probing the model, not by weights), SD-Turbo, "
      "tiny UNets, SDXS-09",
      COMPS(C_DIT("SD2 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD), RULES(R_NE(UNET_CTX, 0, 1024))},
