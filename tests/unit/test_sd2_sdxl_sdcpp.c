@@ -62,10 +62,11 @@ static bool checkpoint(const char *kind, const char *file, char *path, size_t n)
     snprintf(path, n, "%s/%s", dir, file);
     struct stat st;
     if (stat(path, &st) == 0) return true;
-    char cmd[2048];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s' >/dev/null",
-             dir, SDC_SOURCE_DIR, kind, path);
+             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s.part' "
+             ">/dev/null && mv '%s.part' '%s'",
+             dir, SDC_SOURCE_DIR, kind, path, path, path); /* never a half-written file */
     printf("generating %s: %s\n", path, cmd);
     fflush(stdout);
     if (system(cmd) != 0 || stat(path, &st) != 0) {
