@@ -89,7 +89,7 @@ static void expect(const char *family_file, const char *name, const char *needle
 }
 
 int main(void) {
-    expect("sd1", NULL, NULL); /* implemented */
+    expect("sd1", NULL, NULL);  /* implemented */
     expect("sd2", NULL, NULL);  /* implemented */
     expect("sdxl", NULL, NULL); /* implemented */
     expect("sd3", "SD3.x", NULL);
