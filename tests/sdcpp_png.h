@@ -1,0 +1,51 @@
+/* What the end-to-end tests against sd.cpp's PNGs share: runs.json field readers and the
+ * per-pixel comparison with one of sd-cli's images. */
+#ifndef SDC_TESTS_SDCPP_PNG_H
+#define SDC_TESTS_SDCPP_PNG_H
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+#include "io/image.h"
+#include "sdc.h"
+#include "test_util.h"
+
+static inline const char *jstr(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+static inline double jnum(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* tol: max per-pixel difference allowed (3, the issue's bar, unless runs.json gives a
+ * measured "max_tol" for a known gap); mean_tol: 0 = not checked */
+static inline void compare(const char *id, const sdc_image *img, const char *png, int tol,
+                           double mean_tol) {
+    uint8_t *ref = NULL;
+    int rw = 0, rh = 0;
+    CHECK(sdc_png_read(png, &ref, &rw, &rh) == SDC_OK, "read %s", png);
+    if (!ref) return;
+    CHECK(rw == (int)img->width && rh == (int)img->height, "%s: %ux%u, sd.cpp's is %dx%d", id,
+          img->width, img->height, rw, rh);
+    if (rw == (int)img->width && rh == (int)img->height) {
+        int maxd = 0;
+        long total = (long)rw * rh * 3, over1 = 0;
+        double sum = 0;
+        for (long i = 0; i < total; i++) {
+            int d = abs((int)img->data[i] - (int)ref[i]);
+            if (d > maxd) maxd = d;
+            over1 += d > 1;
+            sum += d;
+        }
+        printf("%s %dx%d: max |diff| %d/255 (tolerance %d), mean %.3f, %.3f%% differ by > 1\n", id,
+               rw, rh, maxd, tol, sum / total, 100.0 * over1 / total);
+        CHECK(maxd <= tol, "%s: max pixel difference %d > %d", id, maxd, tol);
+        CHECK(mean_tol <= 0 || sum / total <= mean_tol, "%s: mean difference %.3f > %.3f", id,
+              sum / total, mean_tol);
+    }
+    free(ref);
+}
+
+#endif
