@@ -35,8 +35,7 @@ struct sdc_taesd {
     sdc_taesd_config cfg;
     sdc_vae_numerics mode;
     stack dec, enc;
-    sdc_tensor **owned;
-    int n_owned, cap_owned;
+    sdc_weight_copies owned; /* converted weights (F32 norms, F16 convs) */
 };
 
 typedef struct loader {
@@ -63,27 +62,8 @@ static sdc_tensor *lfind(const loader *ld, int idx, const char *suffix) {
 
 static sdc_tensor *own(loader *ld, sdc_tensor *w, sdc_type type) {
     if (ld->s != SDC_OK) return NULL;
-    sdc_taesd *m = ld->m;
-    if (m->n_owned == m->cap_owned) {
-        int cap = m->cap_owned ? 2 * m->cap_owned : 64;
-        sdc_tensor **p = realloc(m->owned, (size_t)cap * sizeof *p);
-        if (!p) {
-            ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "taesd: out of memory");
-            return NULL;
-        }
-        m->owned = p, m->cap_owned = cap;
-    }
-    sdc_tensor *t = calloc(1, sizeof *t);
-    if (!t) {
-        ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "taesd: out of memory");
-        return NULL;
-    }
-    ld->s = sdc_weight_convert_copy(w, type, NULL, NULL, t);
-    if (ld->s != SDC_OK) {
-        free(t);
-        return NULL;
-    }
-    m->owned[m->n_owned++] = t;
+    sdc_tensor *t = NULL;
+    ld->s = sdc_weight_copies_add(&ld->m->owned, w, type, NULL, &t);
     return t;
 }
 
@@ -228,11 +208,7 @@ sdc_status sdc_taesd_load(const sdc_weight_source *ws, const char *prefix, sdc_t
 
 void sdc_taesd_free(sdc_taesd *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_owned; i++) {
-        sdc_buffer_free(m->owned[i]->buffer);
-        free(m->owned[i]);
-    }
-    free(m->owned);
+    sdc_weight_copies_free(&m->owned);
     free(m);
 }
 

@@ -61,8 +61,7 @@ struct sdc_vae {
     mid d_mid;
     norm d_norm;
     /* converted copies (F32 norms and biases, F16 conv weights), freed with the model */
-    sdc_tensor **owned;
-    int n_owned, cap_owned;
+    sdc_weight_copies owned; /* converted weights (F32 norms, F16 convs) */
 };
 
 /* ---- names ---- */
@@ -196,27 +195,8 @@ static sdc_tensor *req(loader *ld, const char *name, int ndims, const int64_t *n
 
 static sdc_tensor *own(loader *ld, sdc_tensor *w, sdc_type type, const int64_t *ne) {
     if (ld->s != SDC_OK) return NULL;
-    sdc_vae *m = ld->m;
-    if (m->n_owned == m->cap_owned) {
-        int cap = m->cap_owned ? 2 * m->cap_owned : 64;
-        sdc_tensor **p = realloc(m->owned, (size_t)cap * sizeof *p);
-        if (!p) {
-            ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "vae: out of memory");
-            return NULL;
-        }
-        m->owned = p, m->cap_owned = cap;
-    }
-    sdc_tensor *t = calloc(1, sizeof *t);
-    if (!t) {
-        ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "vae: out of memory");
-        return NULL;
-    }
-    ld->s = sdc_weight_convert_copy(w, type, ne, NULL, t);
-    if (ld->s != SDC_OK) {
-        free(t);
-        return NULL;
-    }
-    m->owned[m->n_owned++] = t;
+    sdc_tensor *t = NULL;
+    ld->s = sdc_weight_copies_add(&ld->m->owned, w, type, ne, &t);
     return t;
 }
 
@@ -521,11 +501,7 @@ sdc_status sdc_vae_load(const sdc_weight_source *ws, const char *prefix, sdc_vae
 
 void sdc_vae_free(sdc_vae *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_owned; i++) {
-        sdc_buffer_free(m->owned[i]->buffer);
-        free(m->owned[i]);
-    }
-    free(m->owned);
+    sdc_weight_copies_free(&m->owned);
     free(m->e_res);
     free(m->d_res);
     free(m);

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/backend.h"
 #include "core/buffer.h"
@@ -110,4 +111,34 @@ sdc_status sdc_weight_convert_copy(const sdc_tensor *w, sdc_type type, const int
     }
     *out = t;
     return SDC_OK;
+}
+
+sdc_status sdc_weight_copies_add(sdc_weight_copies *c, const sdc_tensor *w, sdc_type type,
+                                 const int64_t *ne, sdc_tensor **out) {
+    *out = NULL;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        sdc_tensor **p = realloc(c->t, (size_t)cap * sizeof *p);
+        if (!p) return sdc_fail(SDC_ERR_NO_MEMORY, "weights: out of memory");
+        c->t = p, c->cap = cap;
+    }
+    sdc_tensor *t = calloc(1, sizeof *t);
+    if (!t) return sdc_fail(SDC_ERR_NO_MEMORY, "weights: out of memory");
+    sdc_status s = sdc_weight_convert_copy(w, type, ne, NULL, t);
+    if (s != SDC_OK) {
+        free(t);
+        return s;
+    }
+    c->t[c->n++] = t;
+    *out = t;
+    return SDC_OK;
+}
+
+void sdc_weight_copies_free(sdc_weight_copies *c) {
+    for (int i = 0; i < c->n; i++) {
+        sdc_buffer_free(c->t[i]->buffer);
+        free(c->t[i]);
+    }
+    free(c->t);
+    memset(c, 0, sizeof *c);
 }

@@ -30,4 +30,14 @@ struct sdc_backend;
 sdc_status sdc_weight_convert_copy(const sdc_tensor *w, sdc_type type, const int64_t *ne,
                                    struct sdc_backend *be, sdc_tensor *out);
 
+/* The converted copies a model owns (host memory), freed together with the model. */
+typedef struct sdc_weight_copies {
+    sdc_tensor **t;
+    int n, cap;
+} sdc_weight_copies;
+/* A host copy of w as sdc_weight_convert_copy makes it, kept in c; *out = the copy. */
+sdc_status sdc_weight_copies_add(sdc_weight_copies *c, const sdc_tensor *w, sdc_type type,
+                                 const int64_t *ne, sdc_tensor **out);
+void sdc_weight_copies_free(sdc_weight_copies *c);
+
 #endif
