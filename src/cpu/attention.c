@@ -94,6 +94,9 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
 #if defined(SDC_HAVE_X86)
     if (sdc_cpu_isa() >= SDC_ISA_AVX2) block_fn = sdc_attn_block_avx2;
 #endif
+#if defined(__aarch64__)
+    if (sdc_cpu_isa() == SDC_ISA_NEON) block_fn = sdc_attn_block_neon;
+#endif
     const int64_t rep = a.h / a.hk;
     int64_t lo, hi, cached = -1;
     sdc_cpu_split(a.nb * a.h * a.nqb, p->ith, p->nth, &lo, &hi);

@@ -25,5 +25,6 @@ typedef struct sdc_attn_block {
 
 void sdc_attn_block_scalar(const sdc_attn_block *b);
 void sdc_attn_block_avx2(const sdc_attn_block *b);
+void sdc_attn_block_neon(const sdc_attn_block *b);
 
 #endif
