@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the aarch64 build (tests/cross/build.sh) under qemu-aarch64: the CPU kernel tests
+# (NEON level vs scalar and double references), then the tiny MiniT2I golden model
+# through sdc, compared with sd.cpp's PNG and, when given, the x86 sdc's image.
+# qemu timings are functional only (emulation speed says nothing about ARM speed).
+# usage: tests/cross/run.sh [AARCH64_BUILD_DIR] [X86_BUILD_DIR] [GOLDEN_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+arm=${1:-build-aarch64}
+x86=${2:-build}
+golden=${3:-../shared/golden}
+qemu="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+for t in test_gemm_kernels test_quant test_quant_dispatch test_ops_elementwise test_ops_attention; do
+  echo "-- $t (qemu-aarch64)"
+  start=$(date +%s.%N)
+  $qemu "$arm/$t" | grep -E "neon|passed|FAIL" | tail -n 8
+  echo "   $(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo '?') s under qemu"
+done
+
+g=$golden/minit2i
+if [ ! -f "$g/minit2i_a_dit_f32.safetensors" ]; then
+  echo "golden MiniT2I models missing ($g): model run skipped"
+  exit 0
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+# run a01 of golden/minit2i/runs.json (4 euler steps, CFG 6); -t 1: one thread keeps qemu simple
+args=(--diffusion-model "$g/minit2i_a_dit_f32.safetensors" --t5xxl "$g/minit2i_a_t5_f32.safetensors"
+  --t5-tokenizer "$g/tokenizer_sdcpp_compat.json" -p 'a cat' -W 64 -H 64 --steps 4 --cfg-scale 6
+  --sampling-method euler -s 42 --rng cpu -t 1)
+for isa in neon scalar; do
+  SDC_CPU_ISA=$isa $qemu "$arm/sdc" "${args[@]}" -o "$out/arm_$isa.png" 2>&1 | tail -n 1
+done
+# tolerances as test_minit2i_sdcpp_png (F32 weights): max 1/255, mean 0.05
+python3 tests/cross/pngdiff.py "$out/arm_neon.png" "$g/png/a01.png" --max 1 --mean 0.05
+python3 tests/cross/pngdiff.py "$out/arm_scalar.png" "$g/png/a01.png" --max 1 --mean 0.05
+python3 tests/cross/pngdiff.py "$out/arm_neon.png" "$out/arm_scalar.png" --max 1 --mean 0.05
+if [ -x "$x86/sdc" ]; then
+  "$x86/sdc" "${args[@]}" -o "$out/x86.png" >/dev/null 2>&1
+  python3 tests/cross/pngdiff.py "$out/arm_neon.png" "$out/x86.png" --max 1 --mean 0.05
+fi
+echo "aarch64 cross checks passed"
