@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-build-aarch64}
 # the CPU kernels' tests (each compares every ISA level with the scalar one) and sdc
-targets="sdc test_gemm_kernels test_quant test_quant_dispatch test_ops_elementwise test_ops_attention"
+targets="sdc test_gemm_kernels test_quant test_quant_dispatch test_ops_elementwise test_ops_norm test_ops_attention"
 need=""
 for p in gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libpng-dev:arm64 libjpeg-dev:arm64 \
   libcjson-dev:arm64 zlib1g-dev:arm64 libmicrohttpd-dev:arm64; do

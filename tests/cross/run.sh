@@ -10,7 +10,7 @@ arm=${1:-build-aarch64}
 x86=${2:-build}
 golden=${3:-../shared/golden}
 qemu="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-for t in test_gemm_kernels test_quant test_quant_dispatch test_ops_elementwise test_ops_attention; do
+for t in test_gemm_kernels test_quant test_quant_dispatch test_ops_elementwise test_ops_norm test_ops_attention; do
   echo "-- $t (qemu-aarch64)"
   start=$(date +%s.%N)
   $qemu "$arm/$t" | grep -E "neon|passed|FAIL" | tail -n 8
