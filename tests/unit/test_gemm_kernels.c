@@ -2,7 +2,8 @@
  * panel transpose, activation packing) against a double-precision reference, on odd
  * lengths. Small and fast on purpose: tests/cross/run.sh runs it under qemu-aarch64, where
  * test_matmul's whole-op sweep is too slow for CI. Packing must be exact; products are
- * compared relative to sum |a*b| (float rounding over k terms, measured <= 2e-7). */
+ * compared relative to sum |a*b| (float rounding over k terms: measured <= 1.4e-7 on scalar, AVX,
+ * AVX2 and NEON; limit 5e-7). */
 #include "test_util.h"
 
 #include "cpu/cpu_features.h"
@@ -29,9 +30,10 @@ static void check_level(sdc_isa isa) {
         const float *wr[NR], *xr[MR];
         for (int j = 0; j < NR; j++) wr[j] = w + j * ld;
         for (int i = 0; i < MR; i++) xr[i] = x + i * ld;
-        /* pack_a may write 8 floats past the end */
-        float *panel = malloc(sizeof(float) * (size_t)(kc * NR));
-        float *apack = malloc(sizeof(float) * (size_t)(kc * MR + 8));
+        /* panels are 32-byte aligned in matmul.c (the AVX kernels use aligned loads);
+         * pack_a may write 8 floats past the end */
+        float *panel = aligned_alloc(64, (sizeof(float) * (size_t)(kc * NR) + 63) / 64 * 64);
+        float *apack = aligned_alloc(64, (sizeof(float) * (size_t)(kc * MR + 8) + 63) / 64 * 64);
         kern->transpose(wr, kc, panel);
         kern->pack_a(xr, kc, apack);
         for (int64_t k = 0; k < kc; k++) {
@@ -73,8 +75,8 @@ static void check_level(sdc_isa isa) {
     printf("gemm kernels %-14s: pack/transpose %ld wrong; ukernel max rel err %.3g; dot %.3g\n",
            sdc_isa_name(isa), bad_pack, worst_uk, worst_dot);
     CHECK(bad_pack == 0, "%s: %ld packed floats wrong", sdc_isa_name(isa), bad_pack);
-    CHECK(worst_uk < 1e-6, "%s: micro-kernel rel err %g", sdc_isa_name(isa), worst_uk);
-    CHECK(worst_dot < 1e-6, "%s: dot rel err %g", sdc_isa_name(isa), worst_dot);
+    CHECK(worst_uk < 5e-7, "%s: micro-kernel rel err %g", sdc_isa_name(isa), worst_uk);
+    CHECK(worst_dot < 5e-7, "%s: dot rel err %g", sdc_isa_name(isa), worst_dot);
 }
 
 int main(void) {
