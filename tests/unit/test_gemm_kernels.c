@@ -1,7 +1,7 @@
 /* The GEMM building blocks of every compiled SIMD level (cpu/gemm.h: micro-kernel, dot,
  * panel transpose, activation packing) against a double-precision reference, on odd
- * lengths. Small and fast on purpose: tests/cross/run.sh runs it under qemu-aarch64, where
- * test_matmul's whole-op sweep is too slow for CI. Packing must be exact; products are
+ * lengths. Small, fast and single-threaded on purpose: tests/cross/run.sh runs it under
+ * qemu-aarch64, where test_matmul (threaded) did not finish. Packing must be exact; products are
  * compared relative to sum |a*b| (float rounding over k terms: measured <= 1.4e-7 on scalar, AVX,
  * AVX2 and NEON; limit 5e-7). */
 #include "test_util.h"
