@@ -21,8 +21,8 @@
 /* Tolerances: max |got - ref| / max |ref|, a few times the largest error measured (F32 math
  * against the float64 reference, scalar and AVX2 kernels). See the measured values printed. */
 #define TOL_F32  5e-5
-#define TOL_F16  5e-5 /* F16 weights are dequantised exactly: the same error */
-#define TOL_FULL 1e-4
+#define TOL_F16  5e-5   /* F16 weights are dequantised exactly: the same error */
+#define TOL_FULL 1.5e-5 /* F32 vs torch float32: 3.4e-6 measured */
 
 /* A weight source over the test file: names under `prefix`, tensors as F32 copies (or as
  * stored), the Layered table hidden (plain model), a fake zero_cond_t marker, one name hidden or
