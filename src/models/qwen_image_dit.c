@@ -11,6 +11,7 @@
 
 typedef struct linear {
     sdc_tensor *w, *b; /* w ne=[in, out]; b ne=[out] F32 */
+    float in_scale; /* sd.cpp scales this input before an F16 matmul (to_out 1/32, net.2 1/128) */
 } linear;
 
 typedef struct mlp {
@@ -75,6 +76,11 @@ static sdc_tensor *as_f32(loader *ld, sdc_tensor *w) {
 }
 
 static void load_linear(loader *ld, linear *l, const char *base, int64_t in, int64_t out) {
+    size_t n = strlen(base);
+    l->in_scale = n >= 8 && !strcmp(base + n - 8, "to_out.0")       ? 1.0f / 32
+                  : n >= 10 && !strcmp(base + n - 10, "to_add_out") ? 1.0f / 32
+                  : n >= 5 && !strcmp(base + n - 5, "net.2")        ? 1.0f / 128
+                                                                    : 1.0f;
     l->w = get(ld, 2, in, out, "%s.weight", base);
     l->b = as_f32(ld, get(ld, 1, out, 1, "%s.bias", base));
 }
@@ -335,9 +341,18 @@ typedef struct builder {
     int B;
     int n_main; /* image tokens of the noisy latent (the rest: references) */
     bool zero;  /* zero_cond_t with references: those tokens use the t = 0 modulation */
+    bool ggml;  /* sd.cpp's CPU numerics */
 } builder;
 
-static sdc_tensor *apply_linear(sdc_graph *g, const linear *l, sdc_tensor *x) {
+/* With ggml numerics an F16 weight's input is rounded to F16 (ggml's F16 dot products), after
+ * sd.cpp's input scale (which moves the subnormal range). */
+static sdc_tensor *apply_linear(builder *bd, const linear *l, sdc_tensor *x) {
+    sdc_graph *g = bd->g;
+    if (bd->ggml && l->w && l->w->type == SDC_TYPE_F16 && x) {
+        if (l->in_scale != 1.0f) x = sdc_scale(g, x, l->in_scale, 0.0f);
+        x = sdc_cast(g, sdc_cast(g, x, SDC_TYPE_F16), SDC_TYPE_F32);
+        if (l->in_scale != 1.0f) x = sdc_scale(g, x, 1.0f / l->in_scale, 0.0f);
+    }
     return sdc_add(g, sdc_matmul(g, l->w, x), l->b);
 }
 
@@ -383,8 +398,10 @@ static sdc_tensor *gate_img(builder *bd, sdc_tensor *y, sdc_tensor *m, int k) {
                       1);
 }
 
-static sdc_tensor *apply_mlp(sdc_graph *g, const mlp *f, sdc_tensor *x) {
-    return apply_linear(g, &f->down, sdc_gelu(g, apply_linear(g, &f->up, x)));
+static sdc_tensor *apply_mlp(builder *bd, const mlp *f, sdc_tensor *x) {
+    sdc_tensor *h = apply_linear(bd, &f->up, x);
+    h = bd->ggml ? sdc_gelu_f16(bd->g, h) : sdc_gelu(bd->g, h); /* ggml: its F16 GELU table */
+    return apply_linear(bd, &f->down, h);
 }
 
 /* [H, L, B] -> [D, heads, L, B] (q/k/v before the per-head norm) */
@@ -403,27 +420,27 @@ static streams block_forward(builder *bd, const block *b, streams s, sdc_tensor 
                              sdc_tensor *cos_t, sdc_tensor *sin_t, bool last) {
     sdc_graph *g = bd->g;
     const sdc_qwen_dit_config *c = bd->c;
-    sdc_tensor *im = apply_linear(g, &b->img_mod, t_silu);
+    sdc_tensor *im = apply_linear(bd, &b->img_mod, t_silu);
     sdc_tensor *t_first = t_silu;
     if (bd->zero && t_silu) { /* the text stream and norm_out use the real t only */
         int64_t ne[4] = {t_silu->ne[0], bd->B, 1, 1}, off[4] = {0};
         t_first = sdc_slice(g, t_silu, ne, off);
     }
-    sdc_tensor *tm = apply_linear(g, &b->txt_mod, t_first);
+    sdc_tensor *tm = apply_linear(bd, &b->txt_mod, t_first);
 
     sdc_tensor *img_m = modulate_img(bd, sdc_layer_norm(g, s.img, NULL, NULL, EPS), im, 0);
     sdc_tensor *txt_m = modulate_cols(bd, sdc_layer_norm(g, s.txt, NULL, NULL, EPS), tm, 0, 0);
 
     sdc_tensor *iq =
-        sdc_rms_norm(g, split_heads(bd, apply_linear(g, &b->to_q, img_m)), b->norm_q, EPS);
+        sdc_rms_norm(g, split_heads(bd, apply_linear(bd, &b->to_q, img_m)), b->norm_q, EPS);
     sdc_tensor *ik =
-        sdc_rms_norm(g, split_heads(bd, apply_linear(g, &b->to_k, img_m)), b->norm_k, EPS);
-    sdc_tensor *iv = split_heads(bd, apply_linear(g, &b->to_v, img_m));
+        sdc_rms_norm(g, split_heads(bd, apply_linear(bd, &b->to_k, img_m)), b->norm_k, EPS);
+    sdc_tensor *iv = split_heads(bd, apply_linear(bd, &b->to_v, img_m));
     sdc_tensor *tq =
-        sdc_rms_norm(g, split_heads(bd, apply_linear(g, &b->add_q, txt_m)), b->norm_aq, EPS);
+        sdc_rms_norm(g, split_heads(bd, apply_linear(bd, &b->add_q, txt_m)), b->norm_aq, EPS);
     sdc_tensor *tk =
-        sdc_rms_norm(g, split_heads(bd, apply_linear(g, &b->add_k, txt_m)), b->norm_ak, EPS);
-    sdc_tensor *tv = split_heads(bd, apply_linear(g, &b->add_v, txt_m));
+        sdc_rms_norm(g, split_heads(bd, apply_linear(bd, &b->add_k, txt_m)), b->norm_ak, EPS);
+    sdc_tensor *tv = split_heads(bd, apply_linear(bd, &b->add_v, txt_m));
     /* joint sequence: text rows first */
     sdc_tensor *q = sdc_rope(g, sdc_concat(g, tq, iq, 2), cos_t, sin_t, SDC_ROPE_INTERLEAVED);
     sdc_tensor *k = sdc_rope(g, sdc_concat(g, tk, ik, 2), cos_t, sin_t, SDC_ROPE_INTERLEAVED);
@@ -438,18 +455,18 @@ static streams block_forward(builder *bd, const block *b, streams s, sdc_tensor 
     int64_t Lt = s.txt->ne[1], Li = s.img->ne[1];
 
     sdc_tensor *img =
-        sdc_add(g, s.img, gate_img(bd, apply_linear(g, &b->to_out, rows(g, a, Lt, Li)), im, 2));
+        sdc_add(g, s.img, gate_img(bd, apply_linear(bd, &b->to_out, rows(g, a, Lt, Li)), im, 2));
     sdc_tensor *h = modulate_img(bd, sdc_layer_norm(g, img, NULL, NULL, EPS), im, 3);
-    r.img = sdc_add(g, img, gate_img(bd, apply_mlp(g, &b->img_mlp, h), im, 5));
+    r.img = sdc_add(g, img, gate_img(bd, apply_mlp(bd, &b->img_mlp, h), im, 5));
     if (last) {
         r.txt = s.txt;
         return r;
     }
     sdc_tensor *txt = sdc_add(
         g, s.txt,
-        sdc_mul(g, apply_linear(g, &b->to_add_out, rows(g, a, 0, Lt)), chunk(bd, tm, 2, 0)));
+        sdc_mul(g, apply_linear(bd, &b->to_add_out, rows(g, a, 0, Lt)), chunk(bd, tm, 2, 0)));
     h = modulate_cols(bd, sdc_layer_norm(g, txt, NULL, NULL, EPS), tm, 3, 0);
-    r.txt = sdc_add(g, txt, sdc_mul(g, apply_mlp(g, &b->txt_mlp, h), chunk(bd, tm, 5, 0)));
+    r.txt = sdc_add(g, txt, sdc_mul(g, apply_mlp(bd, &b->txt_mlp, h), chunk(bd, tm, 5, 0)));
     return r;
 }
 
@@ -546,16 +563,18 @@ sdc_status sdc_qwen_dit_forward(sdc_qwen_dit *m, sdc_backend *be, const sdc_qwen
     sdc_tensor *sin_t = sdc_graph_input(g, SDC_TYPE_F32, 2, rne);
     sdc_tensor *add_in = c->layered ? sdc_graph_input(g, SDC_TYPE_F32, 2, ane) : NULL;
 
-    builder bd = {.g = g, .c = c, .B = B, .n_main = n_main, .zero = zero};
+    builder b0 = {
+        .g = g, .c = c, .B = B, .n_main = n_main, .zero = zero, .ggml = m->opt.ggml_numerics};
+    builder *bd = &b0;
     sdc_tensor *temb = sdc_timestep_embedding(g, t_in, 256, 10000);
-    temb = apply_linear(g, &m->t_lin2, sdc_silu(g, apply_linear(g, &m->t_lin1, temb)));
+    temb = apply_linear(bd, &m->t_lin2, sdc_silu(g, apply_linear(bd, &m->t_lin1, temb)));
     if (add_in) temb = sdc_add(g, temb, add_in);
     sdc_tensor *t_silu = sdc_silu(g, temb); /* every modulation reads SiLU(temb) */
-    streams st = {apply_linear(g, &m->img_in, x_in),
-                  apply_linear(g, &m->txt_in, sdc_rms_norm(g, ctx_in, m->txt_norm, EPS))};
+    streams st = {apply_linear(bd, &m->img_in, x_in),
+                  apply_linear(bd, &m->txt_in, sdc_rms_norm(g, ctx_in, m->txt_norm, EPS))};
     for (int i = 0; i < c->n_layers; i++) {
         sdc_graph_set_block(g, i); /* a layer split may cut between blocks */
-        st = block_forward(&bd, &m->blocks[i], st, t_silu, cos_t, sin_t, i == c->n_layers - 1);
+        st = block_forward(bd, &m->blocks[i], st, t_silu, cos_t, sin_t, i == c->n_layers - 1);
         if (!st.img) break;
     }
     sdc_graph_set_block(g, -1);
@@ -566,11 +585,10 @@ sdc_status sdc_qwen_dit_forward(sdc_qwen_dit *m, sdc_backend *be, const sdc_qwen
         int64_t ne4[4] = {c->hidden, B, 1, 1}, off4[4] = {0};
         t_first = sdc_slice(g, t_silu, ne4, off4);
     }
-    sdc_tensor *e = apply_linear(g, &m->norm_out, t_first); /* [2H, B]: scale, then shift */
+    sdc_tensor *e = apply_linear(bd, &m->norm_out, t_first); /* [2H, B]: scale, then shift */
     sdc_tensor *y = sdc_layer_norm(g, img, NULL, NULL, EPS);
-    y = sdc_add(g, sdc_mul(g, y, sdc_scale(g, chunk(&bd, e, 0, 0), 1.0f, 1.0f)),
-                chunk(&bd, e, 1, 0));
-    y = apply_linear(g, &m->proj_out, y); /* [p*p*C, n_main, B] */
+    y = sdc_add(g, sdc_mul(g, y, sdc_scale(g, chunk(bd, e, 0, 0), 1.0f, 1.0f)), chunk(bd, e, 1, 0));
+    y = apply_linear(bd, &m->proj_out, y); /* [p*p*C, n_main, B] */
     sdc_graph_mark_output(g, y);
     if ((s = sdc_graph_status(g)) != SDC_OK) {
         s = sdc_fail(s, "qwen_image: building the graph: %s", sdc_graph_error(g));

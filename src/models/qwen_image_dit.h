@@ -42,6 +42,10 @@ typedef enum sdc_qwen_positions {
 typedef struct sdc_qwen_dit_options {
     bool zero_cond_t; /* force it on (sd.cpp: --model-args qwen_image_zero_cond_t=true) */
     sdc_qwen_positions positions;
+    /* sd.cpp's CPU arithmetic: the input of every F16-weight Linear rounded to F16 (after sd.cpp's
+     * input scales: 1/32 for to_out.0/to_add_out, 1/128 for the MLPs' net.2), GELU through ggml's
+     * F16 table. false: plain float math. */
+    bool ggml_numerics;
 } sdc_qwen_dit_options;
 
 typedef struct sdc_qwen_dit sdc_qwen_dit;

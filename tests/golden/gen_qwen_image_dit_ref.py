@@ -19,7 +19,8 @@ tests/data/qwen_dit/cases.safetensors, per case K (arrays outermost first):
   K.x [B, 16, F, h, w] latents (F frames: 1 plain, layers+1 Layered), K.t [B] (sigma*1000),
   K.ctx [B, n_ctx, 40], K.ref0 [B, 16, rh, rw] (cases with a reference latent), K.add [B] (Layered:
   addition_t_cond), K.out.diffusers [B, 16, F, h, w] (diffusers' own positions) and, where sd.cpp's
-  position rule differs, K.out.sdcpp (the same model with sd.cpp's positions, below).
+  position rule differs, K.out.sdcpp (the same model with sd.cpp's positions, below), and
+  K.out.ggml: sd.cpp's positions and sd.cpp's CPU arithmetic with F16 weights (see ggml_numerics).
 Cases:
   plain   : B=2 (own t and ctx each), latent 8x12 (4x6 tokens), 7 text tokens
   odd     : B=1, latent 10x6 (5x3 tokens: odd counts), 5 text tokens
@@ -90,6 +91,30 @@ def make_weights(seed):
     lin("norm_out.linear", HID, 2 * HID, 0.7)
     lin("proj_out", HID, 64)
     return sd
+
+
+def f16(x):
+    return x.half().to(x.dtype)
+
+
+def ggml_gelu_f16(x):
+    """ggml's CPU GELU: its F16 table (tanh form in float32, rounded to F16), 0 below -10, x above 10."""
+    y = f16(torch.nn.functional.gelu(f16(x).float(), approximate="tanh").to(x.dtype))
+    return torch.where(x >= 10, x, torch.where(x <= -10, torch.zeros_like(x), y))
+
+
+def ggml_numerics(m):
+    """sd.cpp's CPU arithmetic with F16 weights: every Linear's input rounded to F16 (ggml's F16 dot
+    products) after sd.cpp's input scale (1/32 for to_out.0 and to_add_out, 1/128 for net.2), and
+    ggml's F16 GELU."""
+    for name, mod in m.named_modules():
+        if isinstance(mod, torch.nn.Linear):
+            s = 1 / 32 if name.endswith(("to_out.0", "to_add_out")) else \
+                1 / 128 if name.endswith("net.2") else 1.0
+            mod.register_forward_pre_hook(lambda _m, a, s=s: (f16(a[0] * s) / s,))
+        if hasattr(mod, "approximate") and hasattr(mod, "gelu"):
+            mod.gelu = ggml_gelu_f16
+    return m
 
 
 def build(sd, layered=False, zero_cond_t=False, dtype=torch.float64, cfg=None):
@@ -182,9 +207,25 @@ def make_cases(sd, seed):
     def r(*s):
         return torch.randn(*s, generator=g, dtype=torch.float64)
 
-    plain, lay = build(sd), build(sd, layered=True)
-    zero = build(sd, zero_cond_t=True)
+    models = {
+        "plain": build(sd),
+        "layered": build(sd, layered=True),
+        "zero": build(sd, zero_cond_t=True),
+    }
+    ggml = {k: ggml_numerics(build(sd, layered=k == "layered", zero_cond_t=k == "zero"))
+            for k in models}
+    plain, lay, zero = models["plain"], models["layered"], models["zero"]
     out = {}
+
+    def add_ggml(name, m, x, t, ctx, refs=(), add=None, crop=None):
+        key = [k for k, v in models.items() if v is m][0]
+        y = run(ggml[key], x, t, ctx, refs, add, "sdcpp")
+        if crop:
+            y = y[..., : crop[0], : crop[1]]
+        ref = out[name + ".out.sdcpp"] if name + ".out.sdcpp" in out else out[name + ".out.diffusers"]
+        d = ((y - ref).abs().max() / ref.abs().max()).item()
+        print(f"  {name}: ggml numerics move the output by {d:.3g} (max err / max|ref|)")
+        out[name + ".out.ggml"] = y
 
     def put(name, m, x, t, ctx, refs=(), add=None, pos=("diffusers", "sdcpp")):
         out[name + ".x"], out[name + ".t"], out[name + ".ctx"] = x, t, ctx
@@ -202,6 +243,7 @@ def make_cases(sd, seed):
             if d == 0:  # same rule here: keep one
                 del out[name + ".out.sdcpp"]
         print(f"  {name}: out {tuple(x.shape)}, max |out| {res[pos[0]].abs().max().item():.3g}")
+        add_ggml(name, m, x, t, ctx, refs, add)
 
     t2 = torch.tensor([937.5, 250.0], dtype=torch.float64)
     put("plain", plain, r(2, 16, 1, 8, 12), t2, r(2, 7, TXT))
@@ -213,6 +255,7 @@ def make_cases(sd, seed):
     ctxp = r(1, 4, TXT)
     out["pad.x"], out["pad.t"], out["pad.ctx"] = xp, t2[1:], ctxp
     out["pad.out.sdcpp"] = run(plain, pad, t2[1:], ctxp, positions="sdcpp")[..., :7, :9]
+    add_ggml("pad", plain, pad, t2[1:], ctxp, crop=(7, 9))
     put("layered", lay, r(2, 16, 3, 6, 8), t2, r(2, 6, TXT), [r(2, 16, 6, 8)],
         torch.tensor([0, 1]))
     put("edit", plain, r(1, 16, 1, 8, 8), t2[:1], r(1, 5, TXT), [r(1, 16, 12, 6)])
