@@ -37,7 +37,7 @@ j at frame j+1 (INCREASE, Edit) or -(j+1) (DECREASE, Layered), rows/columns cent
 text tokens at max(gh, gw)/2 + i on all three axes, from the main latent only (diffusers: the
 maximum over every image, and for Layered at least the layer count).
 
-Re-run (from the repository root, ~5 s):
+Re-run (from the repository root, about a minute):
     python3 tests/golden/gen_qwen_image_dit_ref.py
 Full size (the golden generator's random checkpoint, not stored: ../shared/golden/tools/
 make_qwen_image_random.py weights --seed 1001 --only qwen_image_dit,qwen_image_layered_dit):
