@@ -339,6 +339,26 @@ static void test_positions(tws *w, sdc_weight_source *ws) {
         CHECK(bad == 0, "positions mode %d: %d wrong", mode, bad);
         sdc_qwen_dit_free(m);
     }
+    /* sd.cpp rule, two references: INCREASE frames 1, 2; DECREASE -1, -2; the text start is the
+     * main latent's; a count that does not fit is an error */
+    sdc_qwen_dit_ref two[2] = {{&dummy, 4, 6}, {&dummy, 8, 8}};
+    in.refs = two, in.n_refs = 2;
+    enum { N2 = N + 16 };
+    int ids2[N2 * 3];
+    sdc_qwen_dit *m = load_model(w, ws, true, false, SDC_QWEN_POS_SDCPP);
+    if (!m) return;
+    for (int mode = SDC_QWEN_REF_INCREASE; mode <= SDC_QWEN_REF_DECREASE; mode++) {
+        in.ref_index = (sdc_qwen_ref_index)mode;
+        CHECK(sdc_qwen_dit_positions(m, &in, ids2, N2) == SDC_OK, "positions, 2 refs");
+        int f1 = ids2[17 * 3], f2 = ids2[23 * 3], r2 = ids2[23 * 3 + 1], c2 = ids2[23 * 3 + 2];
+        int want1 = mode == SDC_QWEN_REF_INCREASE ? 1 : -1, want2 = 2 * want1;
+        printf("  two references (%s): frames %d, %d; second from row %d col %d; text from %d\n",
+               mode == SDC_QWEN_REF_INCREASE ? "increase" : "decrease", f1, f2, r2, c2, ids2[0]);
+        CHECK(f1 == want1 && f2 == want2 && r2 == -2 && c2 == -2 && ids2[0] == 2,
+              "two references, mode %d", mode);
+    }
+    CHECK(sdc_qwen_dit_positions(m, &in, ids2, N2 - 1) == SDC_ERR_INVALID_ARG, "wrong count");
+    sdc_qwen_dit_free(m);
 }
 
 /* The full-width golden checkpoints (F16 as stored) against diffusers in float32. */
