@@ -4,7 +4,8 @@
  * condition latent), Edit (a reference latent) and zero_cond_t, each with diffusers' and sd.cpp's
  * positions; the config read from the weights, both name layouts, the position rules, bad input.
  * With the full-width golden checkpoints (../shared/golden/tools/make_qwen_image_random.py, in
- * $SDC_QWEN_DIT_DIR, default /work/qwen_ckpt) also their diffusers outputs (full_ref.safetensors).
+ * $SDC_QWEN_DIT_DIR, default ../qwen_ckpt beside the checkout) also their diffusers outputs
+ * (full_ref.safetensors).
  */
 #include <time.h>
 
@@ -364,7 +365,7 @@ static void test_positions(tws *w, sdc_weight_source *ws) {
 /* The full-width golden checkpoints (F16 as stored) against diffusers in float32. */
 static void test_full(sdc_backend *be) {
     const char *dir = getenv("SDC_QWEN_DIT_DIR");
-    if (!dir) dir = "/work/qwen_ckpt";
+    if (!dir) dir = SDC_SOURCE_DIR "/../qwen_ckpt"; /* beside the checkout, as ../sd1 */
     sdc_st_file *f = NULL;
     if (sdc_st_open(DATA "full_ref.safetensors", &f) != SDC_OK) {
         printf("  full size: no full_ref.safetensors, skipped\n");
