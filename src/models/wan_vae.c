@@ -8,7 +8,8 @@
  *   downsample3d's time_conv too (its slot just stores the frame): both are 2-D resamples then;
  * - RMS_norm is F.normalize over channels * sqrt(C) * gamma: x / sqrt(mean_c(x^2)) * gamma;
  * - the middle attention is per frame: single head over the h*w positions.
- * So only the last temporal slice of each conv weight is kept; the time_conv weights are unused. */
+ * So only the last temporal slice of each conv weight is kept; the time_conv weights are unused.
+ * The decoder's upsample + conv runs as four 2x2 convs on the low-resolution input. */
 #include "models/wan_vae.h"
 
 #include <math.h>
@@ -45,6 +46,10 @@ typedef struct layer {
     int kind;
     resblock r; /* L_RES */
     conv c;     /* L_DOWN: pad right/bottom + stride-2 3x3; L_UP: 2x nearest + 3x3 (halves C) */
+    /* L_UP: the upsample + 3x3 conv as four 2x2 convs on the low-resolution input, one per output
+     * parity (dy, dx), with the taps that see the same upsampled pixel summed: 4/9 of the
+     * multiply-adds. F32 [2, 2, cin, cout], index 2*dy + dx. */
+    sdc_tensor *phase[4];
 } layer;
 
 typedef struct half {
@@ -174,6 +179,41 @@ static int64_t load_conv2d(loader *ld, conv *cv, const char *base, int k, int64_
     return ld->s == SDC_OK ? cv->w->ne[3] : -1;
 }
 
+/* The four 2x2 kernels of an upsample conv (see layer.phase). Output row 2i+dy of
+ * conv3x3(upsample2(x)) reads upsampled rows 2i+dy-1 .. 2i+dy+1: low-res rows (i-1, i) with taps
+ * ({0}, {1,2}) for dy = 0 and (i, i+1) with taps ({0,1}, {2}) for dy = 1; columns alike. */
+static void make_phases(loader *ld, const conv *cv, sdc_tensor **out) {
+    if (ld->s != SDC_OK) return;
+    const sdc_tensor *w = cv->w;
+    int64_t n = w->ne[2] * w->ne[3];
+    float *w9 = malloc((size_t)n * 9 * sizeof(float)), *k4 = malloc((size_t)n * 4 * sizeof(float));
+    if (!w9 || !k4) ld->s = sdc_fail(SDC_ERR_NO_MEMORY, "wan vae: out of memory");
+    if (ld->s == SDC_OK) ld->s = sdc_weight_to_f32(w, w9);
+    static const int lo[2][2] = {{0, 1}, {0, 2}}, hi[2][2] = {{1, 3}, {2, 3}}; /* [d][b] taps */
+    for (int p = 0; p < 4 && ld->s == SDC_OK; p++) {
+        int dy = p / 2, dx = p % 2;
+        for (int64_t i = 0; i < n; i++)
+            for (int b = 0; b < 2; b++)
+                for (int a = 0; a < 2; a++) {
+                    float sum = 0;
+                    for (int ky = lo[dy][b]; ky < hi[dy][b]; ky++)
+                        for (int kx = lo[dx][a]; kx < hi[dx][a]; kx++)
+                            sum += w9[9 * i + 3 * ky + kx];
+                    k4[4 * i + 2 * b + a] = sum;
+                }
+        sdc_tensor t = {0};
+        t.type = SDC_TYPE_F32;
+        t.ne[0] = 2, t.ne[1] = 2, t.ne[2] = w->ne[2], t.ne[3] = w->ne[3];
+        sdc_tensor_set_contiguous_strides(&t);
+        t.data = k4;
+        t.flags = SDC_TENSOR_PARAM;
+        snprintf(t.name, sizeof t.name, "%.100s#phase%d%d", w->name, dy, dx);
+        out[p] = own(ld, &t, SDC_TYPE_F32, NULL);
+    }
+    free(w9);
+    free(k4);
+}
+
 /* A residual block "base" with cin inputs; returns its output width (or -1). */
 static int64_t load_res(loader *ld, resblock *r, const char *base, int64_t cin) {
     char b[200];
@@ -246,6 +286,7 @@ static int64_t load_layers(loader *ld, half *hf, bool enc, int64_t c) {
             l->kind = enc ? L_DOWN : L_UP;
             snprintf(b, sizeof b, "%s.%s.%d.resample.1", hn, list, i);
             c = load_conv2d(ld, &l->c, b, 3, c);
+            if (!enc) make_phases(ld, &l->c, l->phase);
             lvl++;
         }
     }
@@ -407,6 +448,28 @@ static sdc_tensor *apply_middle(gctx *c, const half *hf, sdc_tensor *h) {
     return apply_res(c, &hf->m2, h);
 }
 
+/* 2x nearest upsample + 3x3 conv as four 2x2 convs on the input (padded by 1, each phase's
+ * window cut out), interleaved as out[2x+dx, 2y+dy] = phase(dy, dx). */
+static sdc_tensor *apply_upsample(gctx *c, const layer *l, sdc_tensor *h) {
+    sdc_graph *g = c->g;
+    if (!h) return NULL;
+    int64_t W = h->ne[0], H = h->ne[1], C = l->c.w->ne[3];
+    sdc_tensor *rows[2];
+    for (int dy = 0; dy < 2; dy++) {
+        sdc_tensor *q = NULL; /* [W, H, C, dx] */
+        for (int dx = 0; dx < 2; dx++) {
+            sdc_tensor *o = sdc_conv2d(g, h, l->phase[2 * dy + dx], l->c.b, 1, 1, 1, 1, 1, 1, 1);
+            int64_t ne[4] = {W, H, C, 1}, off[4] = {dx, dy, 0, 0};
+            o = o ? sdc_slice(g, o, ne, off) : NULL;
+            q = q ? sdc_concat(g, q, o, 3) : o;
+        }
+        sdc_tensor *r = sdc_cont(g, sdc_permute(g, q, 3, 0, 1, 2)); /* [dx, W, H, C] */
+        rows[dy] = r ? sdc_reshape_4d(g, r, 2 * W, 1, H, C) : NULL;
+    }
+    sdc_tensor *out = sdc_concat(g, rows[0], rows[1], 1); /* [2W, dy, H, C] */
+    return out ? sdc_reshape_4d(g, out, 2 * W, 2 * H, C, 1) : NULL;
+}
+
 static sdc_tensor *apply_layers(gctx *c, const half *hf, sdc_tensor *h) {
     for (int i = 0; i < hf->n; i++) {
         const layer *l = &hf->l[i];
@@ -415,7 +478,7 @@ static sdc_tensor *apply_layers(gctx *c, const half *hf, sdc_tensor *h) {
         else if (l->kind == L_DOWN) /* ZeroPad2d((0, 1, 0, 1)) + stride-2 conv */
             h = apply_conv(c, &l->c, sdc_pad(c->g, h, 1, 1, 0, 0), 2, 0);
         else
-            h = apply_conv(c, &l->c, sdc_upsample_nearest(c->g, h, 2), 1, 1);
+            h = apply_upsample(c, l, h);
     }
     return h;
 }
