@@ -620,8 +620,19 @@ static void cuda_memory(const sdc_backend *b, size_t *free_bytes, size_t *total_
 }
 
 static const sdc_backend_iface g_cuda_iface = {
-    cuda_name,   cuda_free,        cuda_alloc,      cuda_release,    cuda_supports, cuda_compute,
-    cuda_memory, cuda_graph_alloc, cuda_tensor_set, cuda_tensor_get, NULL,          false,
+    cuda_name,
+    cuda_free,
+    cuda_alloc,
+    cuda_release,
+    cuda_supports,
+    cuda_compute,
+    cuda_memory,
+    cuda_graph_alloc,
+    cuda_tensor_set,
+    cuda_tensor_get,
+    NULL /* tensor_use_host: inputs are copied in */,
+    false /* host_memory */,
+    NULL /* contains */,
 };
 
 extern "C" sdc_backend *sdc_backend_cuda_create(int ordinal) {

@@ -29,6 +29,10 @@ typedef struct build {
     uint32_t seed;
 } build;
 
+/* weights stay allocated to the end: the backend caches uploads by host address */
+static void *g_keep[256];
+static int g_n_keep;
+
 static float frand(uint32_t *s) {
     *s = *s * 1664525u + 1013904223u;
     return (float)(*s >> 8) / 16777216.0f * 2.0f - 1.0f;
@@ -61,10 +65,6 @@ static sdc_tensor *input(build *b, sdc_type type, int64_t n0, int64_t n1, int64_
     b->in[b->n_in++] = (host_in){param ? NULL : t, param ? NULL : data, size};
     return t;
 }
-
-/* weights stay allocated to the end: the backend caches uploads by host address */
-static void *g_keep[256];
-static int g_n_keep;
 
 typedef sdc_tensor *(*case_fn)(build *b);
 
