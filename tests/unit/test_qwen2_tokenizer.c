@@ -219,6 +219,44 @@ static void tiny_vocab(void) {
     sdc_qwen2_tokenizer_free(t);
 }
 
+/* tests/fuzz/corpus/fuzz_qwen2_tokenizer/small_tokenizer.json: 6 tokens, merges "a b", "Ġ ab",
+ * added <|im_start|> 6, <|im_end|> 7 (raw) and "é" 8 (normalized: matched after NFC). The ids
+ * are what HF tokenizers 0.23.3 gives for that file. */
+static void normalized_added(void) {
+    sdc_qwen2_tokenizer *t = NULL;
+    const char *path =
+        SDC_SOURCE_DIR "/tests/fuzz/corpus/fuzz_qwen2_tokenizer/small_tokenizer.json";
+    CHECK(sdc_qwen2_tokenizer_load(path, &t) == SDC_OK, "%s: %s", path, sdc_last_error());
+    if (!t) return;
+    struct {
+        const char *text;
+        int n;
+        int32_t ids[6];
+    } cases[] = {
+        {"ab e\xCC\x81"
+         "ab",
+         4,
+         {2, 3, 8, 2}},
+        {"<|im_start|>ab ab<|im_end|>c", 5, {6, 2, 4, 7, 5}},
+        {"x\xC3\xA9", 1, {8}},
+        {" ab", 1, {4}},
+        {"a\xC3\xA9", 2, {0, 8}},
+    };
+    int bad = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        int32_t *ids = NULL;
+        int n = 0;
+        sdc_status st = sdc_qwen2_tokenize(t, cases[k].text, strlen(cases[k].text), &ids, &n);
+        int ok = st == SDC_OK && n == cases[k].n && !memcmp(ids, cases[k].ids, (size_t)n * 4);
+        CHECK(ok, "small_tokenizer.json: \"%s\"", cases[k].text);
+        if (!ok) print_ids("got", ids, n);
+        bad += !ok;
+        free(ids);
+    }
+    printf("  normalized added token (small_tokenizer.json): 5 strings, %d differ from HF\n", bad);
+    sdc_qwen2_tokenizer_free(t);
+}
+
 static void expect_fail(const char *what, const char *json, const char *needle) {
     sdc_qwen2_tokenizer *t = NULL;
     sdc_status st = sdc_qwen2_tokenizer_load_json(json, strlen(json), "bad.json", &t);
@@ -281,6 +319,7 @@ static void bad_files(void) {
 
 int main(void) {
     tiny_vocab();
+    normalized_added();
     bad_files();
     struct stat sb;
     if (stat(TOKDIR "/tokenizer.json", &sb) != 0) {
