@@ -15,7 +15,7 @@ written here. Two cross-checks run here and must pass before anything is written
 Model: hidden 128, 4 query heads / 2 key-value heads (head_dim 32, so M-RoPE sections scaled to
 [4, 6, 6]), 2 layers, MLP 256, vocabulary 2650 (the stand-in tokenizer of
 ../shared/golden/qwen_image/tokenizer), rope_theta 1e6, rms_norm_eps 1e-6, q/k/v biases, no
-o_proj bias. Weights are stored F16 (torch.manual_seed(1234); embeddings N(0,1), norms
+o_proj bias; the rotary frequencies in float64 too. Weights are stored F16 (torch.manual_seed(1234); embeddings N(0,1), norms
 1 + 0.1 N(0,1), linears N(0,1)/sqrt(in), biases 0.1 N(0,1)) in ComfyUI / original HF names
 (`model.embed_tokens.weight`, `model.layers.N.self_attn.q_proj.weight`, ..., `model.norm.weight`)
 and the reference runs on exactly those F16 values, in float64.
@@ -30,6 +30,14 @@ tests/data/qwen_text/qwen25vl_tiny_ref.safetensors: ids.<case> (F32), layer0.<ca
 layer 0, hidden_states[1]) and hidden.<case> (after the final norm) [n, 128] F32.
 
 Re-run:  python3 tests/golden/gen_qwen25vl_llm_ref.py [--golden /work/shared/golden]
+
+With --full CKPT (the golden set's full-width random LLM, qwen25vl_llm_1001.safetensors, made by
+../shared/golden/tools/make_qwen_image_random.py weights --seed 1001 --only qwen25vl_llm; 2 GB,
+never committed) it writes tests/data/qwen_text/qwen25vl_full_ref.safetensors instead:
+full.ids.a1 (F32, the 50 ids of tokens.json's a1 cond prompt, which sd.cpp ran) and
+full.hidden.a1 [16, 3584] (the last hidden state of rows 34..49, the DiT context), from the same
+transformers model (hidden 3584, 28/4 heads, MLP 18944, 2 layers) in float64 on the F16 weights.
+The embedding is cut to the rows those ids use (a lookup: the same values) to fit in memory.
 """
 import argparse
 import os
@@ -57,6 +65,12 @@ def text_config():
         attn_implementation="eager")
 
 
+def exact_inv_freq(head_dim):
+    """theta^(-2j/D) in float64 (transformers computes it in float32, then .double() keeps that
+    rounding): the reference is float64 throughout."""
+    return 1.0 / (1000000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+
+
 def random_weights():
     g = torch.Generator().manual_seed(1234)
 
@@ -79,10 +93,57 @@ def random_weights():
     return {k: v.to(torch.float16) for k, v in w.items()}
 
 
+def full_width(ckpt, golden):
+    import json
+    from safetensors import safe_open
+    from transformers.models.qwen2_5_vl.configuration_qwen2_5_vl import Qwen2_5_VLTextConfig
+    from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VLTextModel
+    toks = json.load(open(os.path.join(golden, "qwen_image", "tokens.json")))
+    ids = next(p["ids"] for p in toks["prompts"] if p["case"] == "a1" and p["kind"] == "cond")
+    used = sorted(set(ids))
+    remap = {t: i for i, t in enumerate(used)}
+    sd = {}
+    with safe_open(ckpt, "pt") as f:
+        for k in f.keys():
+            if k == "model.embed_tokens.weight":
+                sd["embed_tokens.weight"] = f.get_tensor(k)[used].to(torch.float64)
+            else:
+                sd[k[len("model."):]] = f.get_tensor(k).to(torch.float64)
+    cfg = Qwen2_5_VLTextConfig(
+        vocab_size=len(used), hidden_size=3584, intermediate_size=18944, num_hidden_layers=2,
+        num_attention_heads=28, num_key_value_heads=4, hidden_act="silu",
+        max_position_embeddings=128000, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                         "mrope_section": [16, 24, 24]},
+        attn_implementation="eager")
+    with torch.device("meta"):
+        m = Qwen2_5_VLTextModel(cfg)
+    m = m.to_empty(device="cpu").double().eval()
+    m.load_state_dict(sd, strict=True)
+    m.rotary_emb.inv_freq = exact_inv_freq(128)  # to_empty left the buffer uninitialised
+    with torch.no_grad():
+        x = torch.tensor([[remap[t] for t in ids]])
+        h = m(input_ids=x, attention_mask=torch.ones_like(x)).last_hidden_state[0]
+    out = {"full.ids.a1": torch.tensor(ids, dtype=torch.float32),
+           "full.hidden.a1": h[34:].float().contiguous()}
+    path = os.path.join(OUT, "qwen25vl_full_ref.safetensors")
+    save_file(out, path, metadata={
+        "generator": "tests/golden/gen_qwen25vl_llm_ref.py --full",
+        "reference": "transformers %s Qwen2_5_VLTextModel float64" %
+                     __import__("transformers").__version__,
+        "checkpoint": "qwen25vl_llm_1001.safetensors (md5 43ae4f0703ca4c97d41792696454bae4)"})
+    print("wrote %s (%d bytes): %d tokens, |context| max %.3f" %
+          (path, os.path.getsize(path), len(ids), h[34:].abs().max().item()))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--golden", default=os.path.join(HERE, "..", "..", "..", "shared", "golden"))
+    ap.add_argument("--full", help="the full-width golden LLM checkpoint")
     a = ap.parse_args()
+    if a.full:
+        full_width(a.full, a.golden)
+        return
     import tokenizers
     from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import (Qwen2_5_VLModel,
                                                                     Qwen2_5_VLTextModel)
@@ -93,8 +154,8 @@ def main():
     w16 = random_weights()
     sd = {k[len("model."):]: v.to(torch.float64) for k, v in w16.items()}
     tm = Qwen2_5_VLTextModel(text_config()).double().eval()
-    missing, unexpected = tm.load_state_dict(sd, strict=True), None
-    del missing, unexpected
+    tm.load_state_dict(sd, strict=True)
+    tm.rotary_emb.inv_freq = exact_inv_freq(H // HEADS)
 
     g = torch.Generator().manual_seed(99)
     cases = {
@@ -113,6 +174,7 @@ def main():
     cfg._attn_implementation = "eager"
     full = Qwen2_5_VLModel(cfg).double().eval()
     full.language_model.load_state_dict(sd, strict=True)
+    full.language_model.rotary_emb.inv_freq = exact_inv_freq(H // HEADS)
 
     out = {}
     with torch.no_grad():
