@@ -41,6 +41,7 @@ struct sdc_qwen25vl_llm {
     sdc_tensor *embed, *final_norm;
     llm_layer *layers;
     sdc_weight_copies owned; /* F32 copies of norms and biases stored otherwise */
+    bool sdcpp;              /* round matmul inputs to F16/BF16 weights' type (ggml) */
 };
 
 static const name_scheme *find_scheme(const sdc_weight_source *ws, const char *prefix) {
@@ -192,10 +193,21 @@ const sdc_qwen25vl_llm_config *sdc_qwen25vl_llm_get_config(const sdc_qwen25vl_ll
     return &m->cfg;
 }
 
+void sdc_qwen25vl_llm_set_sdcpp_numerics(sdc_qwen25vl_llm *m, bool on) {
+    m->sdcpp = on;
+}
+
 /* ---- graph ---- */
 
-static sdc_tensor *linear(sdc_graph *g, sdc_tensor *w, sdc_tensor *b, sdc_tensor *x) {
-    sdc_tensor *y = sdc_matmul(g, w, x);
+/* x @ w^T, with sd.cpp's rounding of x to an F16/BF16 weight's type when asked */
+static sdc_tensor *mm(sdc_graph *g, bool sdcpp, sdc_tensor *w, sdc_tensor *x) {
+    if (sdcpp && (w->type == SDC_TYPE_F16 || w->type == SDC_TYPE_BF16))
+        x = sdc_cast(g, sdc_cast(g, x, w->type), SDC_TYPE_F32);
+    return sdc_matmul(g, w, x);
+}
+
+static sdc_tensor *linear(sdc_graph *g, bool sdcpp, sdc_tensor *w, sdc_tensor *b, sdc_tensor *x) {
+    sdc_tensor *y = mm(g, sdcpp, w, x);
     return b ? sdc_add(g, y, b) : y;
 }
 
@@ -219,24 +231,26 @@ typedef struct graph_inputs {
 } graph_inputs;
 
 /* One decoder layer; queries (and the output) only for rows [first, n) of x. */
-static sdc_tensor *layer(sdc_graph *g, const sdc_qwen25vl_llm_config *c, const llm_layer *L,
-                         sdc_tensor *x, const graph_inputs *in, int first) {
+static sdc_tensor *layer(sdc_graph *g, const sdc_qwen25vl_llm *m, const llm_layer *L, sdc_tensor *x,
+                         const graph_inputs *in, int first) {
+    const sdc_qwen25vl_llm_config *c = &m->cfg;
+    bool e = m->sdcpp;
     int64_t n = x->ne[1], nq = n - first;
     int d = c->head_dim;
     sdc_tensor *h = sdc_rms_norm(g, x, L->attn_norm, c->rms_eps);
     sdc_tensor *hq = rows(g, h, first, nq);
     sdc_tensor *cq = rows(g, in->cos_t, first, nq), *sq = rows(g, in->sin_t, first, nq);
-    sdc_tensor *q = heads_rope(g, linear(g, L->q, L->qb, hq), d, c->n_heads, cq, sq);
+    sdc_tensor *q = heads_rope(g, linear(g, e, L->q, L->qb, hq), d, c->n_heads, cq, sq);
     sdc_tensor *k =
-        heads_rope(g, linear(g, L->k, L->kb, h), d, c->n_kv_heads, in->cos_t, in->sin_t);
-    sdc_tensor *v = heads_rope(g, linear(g, L->v, L->vb, h), d, c->n_kv_heads, NULL, NULL);
+        heads_rope(g, linear(g, e, L->k, L->kb, h), d, c->n_kv_heads, in->cos_t, in->sin_t);
+    sdc_tensor *v = heads_rope(g, linear(g, e, L->v, L->vb, h), d, c->n_kv_heads, NULL, NULL);
     sdc_tensor *a = sdc_attention(g, q, k, v, rows(g, in->mask, first, nq), 1.0f / sqrtf((float)d));
     if (!a) return NULL;
     a = sdc_reshape_2d(g, a, (int64_t)d * c->n_heads, nq);
-    x = sdc_add(g, rows(g, x, first, nq), sdc_matmul(g, L->o, a));
+    x = sdc_add(g, rows(g, x, first, nq), mm(g, e, L->o, a));
     h = sdc_rms_norm(g, x, L->mlp_norm, c->rms_eps);
-    sdc_tensor *f = sdc_mul(g, sdc_silu(g, sdc_matmul(g, L->gate, h)), sdc_matmul(g, L->up, h));
-    return sdc_add(g, x, sdc_matmul(g, L->down, f));
+    sdc_tensor *f = sdc_mul(g, sdc_silu(g, mm(g, e, L->gate, h)), mm(g, e, L->up, h));
+    return sdc_add(g, x, mm(g, e, L->down, f));
 }
 
 /* Host inputs: the causal mask [n][n] (0 / -inf) and the rotary tables [n][D/2] for positions
@@ -291,7 +305,7 @@ sdc_status sdc_qwen25vl_llm_encode(sdc_qwen25vl_llm *m, sdc_backend *be, const i
     sdc_tensor *x = sdc_get_rows(g, m->embed, in.tok);
     for (int l = 0; l < run && x; l++) {
         sdc_graph_set_block(g, l); /* a layer split may cut between layers */
-        x = layer(g, c, &m->layers[l], x, &in, l == run - 1 ? first : 0);
+        x = layer(g, m, &m->layers[l], x, &in, l == run - 1 ? first : 0);
     }
     sdc_graph_set_block(g, -1);
     if (!n_layers && x) x = sdc_rms_norm(g, x, m->final_norm, c->rms_eps);

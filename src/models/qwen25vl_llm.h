@@ -33,6 +33,11 @@ sdc_status sdc_qwen25vl_llm_load(const sdc_weight_source *ws, const char *prefix
 void sdc_qwen25vl_llm_free(sdc_qwen25vl_llm *m);
 const sdc_qwen25vl_llm_config *sdc_qwen25vl_llm_get_config(const sdc_qwen25vl_llm *m);
 
+/* sd.cpp numerics on (off by default): every matmul input is rounded to the weight's type when
+ * that is F16 or BF16, as ggml's CPU matmul converts its F32 activations to the weight's
+ * vec_dot type; for reproducing sd.cpp's outputs closely. Set before sharing the model. */
+void sdc_qwen25vl_llm_set_sdcpp_numerics(sdc_qwen25vl_llm *m, bool on);
+
 /* Runs n token ids (one sequence, positions 0..n-1, causal). out: rows first..n-1 of
  * [n][hidden] (earlier tokens still act as keys; their rows are not computed in the last layer,
  * as nothing reads them). n_layers 0: all layers and the final norm (the last hidden state,

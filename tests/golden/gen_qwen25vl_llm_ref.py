@@ -27,7 +27,10 @@ Cases (ids are what the stand-in tokenizer gives; tokens.json of the golden set 
 
 Writes tests/data/qwen_text/qwen25vl_tiny.safetensors (weights) and
 tests/data/qwen_text/qwen25vl_tiny_ref.safetensors: ids.<case> (F32), layer0.<case> (the output of
-layer 0, hidden_states[1]) and hidden.<case> (after the final norm) [n, 128] F32.
+layer 0, hidden_states[1]), hidden.<case> (after the final norm) [n, 128] F32, and sdcpp.<case>:
+and sdcpp0.<case> (after layer 0)
+the same with every Linear's input rounded to F16 first (an emulation of sd.cpp's ggml CPU
+matmul, which converts F32 activations to the F16 weights' type), also in float64.
 
 Re-run:  python3 tests/golden/gen_qwen25vl_llm_ref.py [--golden /work/shared/golden]
 
@@ -190,6 +193,15 @@ def main():
             out["ids." + name] = torch.tensor(ids, dtype=torch.float32)
             out["layer0." + name] = hs[1][0].float().contiguous()
             out["hidden." + name] = r.last_hidden_state[0].float().contiguous()
+            # sd.cpp's ggml numerics: every Linear input rounded to F16 (the weights' type)
+            hooks = [mod.register_forward_pre_hook(
+                lambda _m, args: (args[0].to(torch.float16).to(torch.float64),))
+                for mod in tm.modules() if isinstance(mod, torch.nn.Linear)]
+            e = tm(input_ids=x, attention_mask=torch.ones_like(x), output_hidden_states=True)
+            for hk in hooks:
+                hk.remove()
+            out["sdcpp0." + name] = e.hidden_states[1][0].float().contiguous()
+            out["sdcpp." + name] = e.last_hidden_state[0].float().contiguous()
             print("%-6s %3d tokens  |hidden| max %.3f  full-model M-RoPE diff %.2g" %
                   (name, len(ids), r.last_hidden_state.abs().max().item(), d))
     os.makedirs(OUT, exist_ok=True)

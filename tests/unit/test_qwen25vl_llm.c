@@ -32,7 +32,17 @@
  * a wrong rotary base (1e4) or a missing causal mask gives errors of order 1. */
 #define TOL_F32    1e-5
 #define TOL_LAYER0 1e-5
-#define TOL_FULL   1e-5 /* measured 2.3e-6 (full width, a1 prompt) */
+/* sd.cpp numerics: rounding every matmul input to F16 makes results chaotic in the rounding
+ * (torch's own float32 emulation is as far from the float64 one as sdc is: 1.5e-5 mean after
+ * layer 0 for the a1 prompt, 1.3e-4 mean / 1.2e-3 max after the final norm; sdc measured
+ * 0.8e-5 .. 3.7e-5 mean after layer 0). After layer 0 the mean still tells the numerics apart
+ * (the plain reference is 2.1e-4 .. 2.5e-4 away, more than twice both the tolerance and the
+ * error found); after the final norm it is a sanity bound only. */
+#define TOL_SDCPP0      2e-3
+#define TOL_SDCPP0_MEAN 8e-5
+#define TOL_SDCPP       4e-3
+#define TOL_SDCPP_MEAN  4e-4
+#define TOL_FULL        1e-5 /* measured 2.3e-6 (full width, a1 prompt) */
 
 static sdc_st_file *ref;
 
@@ -198,6 +208,55 @@ static void run_cases(sdc_qwen25vl_llm *m, sdc_backend *be, const char *label, d
     }
 }
 
+static double mean_abs(const float *a, const float *b, long n) {
+    double s = 0;
+    for (long i = 0; i < n; i++) s += fabs((double)a[i] - (double)b[i]);
+    return n ? s / n : 0;
+}
+
+/* sd.cpp numerics (matmul inputs rounded to F16) against the float64 emulation, after layer 0
+ * (must_differ: the plain reference must be farther than the tolerance, or the check could
+ * not tell the numerics apart) and after the final norm (a sanity bound only). */
+static void sdcpp_case(sdc_qwen25vl_llm *m, sdc_backend *be, const char *c, int n_layers,
+                       double tol, double tol_mean, int must_differ) {
+    int h = sdc_qwen25vl_llm_get_config(m)->hidden, n = 0;
+    char name[64], plain[64], what[96];
+    snprintf(name, sizeof name, "ids.%s", c);
+    int32_t *ids = read_ids(name, &n);
+    float *out = malloc((size_t)(n ? n : 1) * h * sizeof *out);
+    sdc_status s = sdc_qwen25vl_llm_encode(m, be, ids, n, 0, n_layers, out, NULL, NULL);
+    CHECK(s == SDC_OK, "sdcpp %s: %s", c, sdc_last_error());
+    snprintf(name, sizeof name, "%s.%s", n_layers ? "sdcpp0" : "sdcpp", c);
+    snprintf(plain, sizeof plain, "%s.%s", n_layers ? "layer0" : "hidden", c);
+    snprintf(what, sizeof what, "sd.cpp numerics, %s, %s", c, n_layers ? "layer 0" : "final");
+    if (s == SDC_OK) compare(what, out, name, 0, n, h, tol);
+    float *e = st_read_f32(ref, name, NULL), *p = st_read_f32(ref, plain, NULL);
+    CHECK(e && p, "%s / %s missing", name, plain);
+    if (e && p && s == SDC_OK) {
+        long nn = (long)n * h;
+        double me = mean_abs(out, e, nn), mp = mean_abs(out, p, nn);
+        printf("  %-44s mean abs err %.3g (tol %.2g) vs emulation, %.3g vs plain F32\n", what, me,
+               tol_mean, mp);
+        CHECK(me <= tol_mean, "%s: mean err %g > %g", what, me, tol_mean);
+        CHECK(!must_differ || (mp > 2 * me && mp > tol_mean), "%s: plain reference as close (%g)",
+              what, mp);
+    }
+    free(e);
+    free(p);
+    free(out);
+    free(ids);
+}
+
+static void sdcpp_numerics(sdc_qwen25vl_llm *m, sdc_backend *be) {
+    static const char *const cases[] = {"a1", "empty", "rand"};
+    sdc_qwen25vl_llm_set_sdcpp_numerics(m, true);
+    for (int k = 0; k < 3; k++) {
+        sdcpp_case(m, be, cases[k], 1, TOL_SDCPP0, TOL_SDCPP0_MEAN, 1);
+        sdcpp_case(m, be, cases[k], 0, TOL_SDCPP, TOL_SDCPP_MEAN, 0);
+    }
+    sdc_qwen25vl_llm_set_sdcpp_numerics(m, false);
+}
+
 /* The same weights under another naming scheme give bit-identical states. */
 static void other_names(sdc_backend *be, const float *base, const int32_t *ids, int n) {
     static const char *const label[] = {"", "model.language_model.*", "llama.cpp blk.*"};
@@ -348,6 +407,7 @@ int main(void) {
               "tiny config");
         run_cases(m16, be, "F16 weights", TOL_F32, 1);
         run_cases(m32, be, "F32 weights", TOL_F32, 0);
+        sdcpp_numerics(m16, be);
         int n = 0;
         int32_t *ids = read_ids("ids.rand", &n);
         float *base = malloc((size_t)n * c->hidden * sizeof *base);
