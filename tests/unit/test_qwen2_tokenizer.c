@@ -167,6 +167,76 @@ static void golden_prompts(const sdc_qwen2_tokenizer *t) {
     cJSON_Delete(j);
 }
 
+static int copy_file(const char *from, const char *to) {
+    size_t n = 0;
+    unsigned char *d = t_read_file(from, &n);
+    FILE *f = d ? fopen(to, "wb") : NULL;
+    int ok = f && fwrite(d, 1, n, f) == n;
+    if (f) ok &= fclose(f) == 0;
+    free(d);
+    return ok;
+}
+
+/* vocab.json + merges.txt with a tokenizer_config.json whose added_tokens_decoder gives the
+ * three special tokens Qwen-Image uses (the real Qwen2.5 files carry theirs there): those ids,
+ * and the golden prompts tokenize as with tokenizer.json. */
+static void config_added_tokens(const sdc_qwen2_tokenizer *ref_tok) {
+    char dir[] = "/tmp/sdc_qwen2_tokXXXXXX", p[256];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    snprintf(p, sizeof p, "%s/vocab.json", dir);
+    int ok = copy_file(TOKDIR "/vocab.json", p);
+    snprintf(p, sizeof p, "%s/merges.txt", dir);
+    ok &= copy_file(TOKDIR "/merges.txt", p);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+    FILE *f = fopen(p, "w");
+    ok &= f != NULL;
+    if (f) {
+        fputs(
+            "{\"added_tokens_decoder\": {"
+            "\"2619\": {\"content\": \"<|endoftext|>\", \"normalized\": false, \"special\": true},"
+            "\"2620\": {\"content\": \"<|im_start|>\", \"normalized\": false, \"special\": true},"
+            "\"2621\": {\"content\": \"<|im_end|>\", \"normalized\": false, \"special\": true}"
+            "}}",
+            f);
+        fclose(f);
+    }
+    CHECK(ok, "writing %s", dir);
+    sdc_qwen2_tokenizer *t = NULL;
+    sdc_status st = sdc_qwen2_tokenizer_load(dir, &t);
+    CHECK(st == SDC_OK, "%s: %s", dir, sdc_last_error());
+    if (t) {
+        CHECK(sdc_qwen2_tokenizer_vocab_size(t) == 2622 &&
+                  sdc_qwen2_tokenizer_find(t, "<|im_start|>") == 2620 &&
+                  sdc_qwen2_tokenizer_find(t, "<|vision_start|>") < 0,
+              "added_tokens_decoder: vocab %d", sdc_qwen2_tokenizer_vocab_size(t));
+        const char *prompts[] = {"a red fox sitting in a snowy forest, watercolor painting", "",
+                                 "A lighthouse on a rocky coast at sunset"};
+        int bad = 0;
+        for (int k = 0; k < 3; k++) {
+            int32_t *a = NULL, *b = NULL;
+            int na = 0, nb = 0, da = 0, db = 0;
+            sdc_qwen_image_prompt_tokens(t, prompts[k], &a, &na, &da);
+            sdc_qwen_image_prompt_tokens(ref_tok, prompts[k], &b, &nb, &db);
+            bad += !(na == nb && na > 0 && !memcmp(a, b, (size_t)na * sizeof *a));
+            free(a);
+            free(b);
+        }
+        printf("  vocab.json + tokenizer_config.json added_tokens_decoder: 3 prompts, %d differ\n",
+               bad);
+        CHECK(bad == 0, "added_tokens_decoder: %d prompts differ", bad);
+    }
+    sdc_qwen2_tokenizer_free(t);
+    static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer_config.json"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 static sdc_qwen2_tokenizer *load(const char *path) {
     sdc_qwen2_tokenizer *t = NULL;
     sdc_status st = sdc_qwen2_tokenizer_load(path, &t);
@@ -367,6 +437,7 @@ int main(void) {
         free(txt);
         sdc_qwen2_tokenizer_free(tr);
         golden_prompts(tj);
+        config_added_tokens(tj);
     }
     sdc_qwen2_tokenizer_free(tj);
     sdc_qwen2_tokenizer_free(tv);
