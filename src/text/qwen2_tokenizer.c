@@ -518,9 +518,14 @@ static sdc_status check_pipeline(const cJSON *j, const char *label, int *nfc) {
         if (!strcmp(t->valuestring, "Split")) {
             const cJSON *pat = cJSON_GetObjectItemCaseSensitive(it, "pattern");
             const cJSON *re = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
+            const cJSON *beh = cJSON_GetObjectItemCaseSensitive(it, "behavior");
             if (!cJSON_IsString(re) || strcmp(re->valuestring, QWEN2_REGEX))
                 return sdc_fail(SDC_ERR_UNSUPPORTED,
                                 "%s: the pre-tokenizer's split pattern is not Qwen2's", label);
+            if ((beh && (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated"))) ||
+                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "invert")))
+                return sdc_fail(SDC_ERR_UNSUPPORTED,
+                                "%s: the pre-tokenizer's split is not Isolated (Qwen2's)", label);
             found = 1;
         } else if (!strcmp(t->valuestring, "ByteLevel") &&
                    (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "use_regex")) ||

@@ -374,6 +374,13 @@ static void bad_files(void) {
                 "{\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"use_regex\":true},"
                 "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
                 "Qwen2");
+    expect_fail("a Removed split",
+                "{\"pre_tokenizer\":{\"type\":\"Split\",\"behavior\":\"Removed\",\"pattern\":"
+                "{\"Regex\":\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|"
+                "\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
+                "\\\\s+(?!\\\\S)|\\\\s+\"}},"
+                "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
+                "Isolated");
     expect_fail("an lstrip added token",
                 "{" PRE "\"added_tokens\":[{\"id\":1,\"content\":\"<x>\",\"lstrip\":true}],"
                 "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
