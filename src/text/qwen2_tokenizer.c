@@ -409,7 +409,10 @@ static sdc_status read_added(const cJSON *it, int32_t id, const char *label, con
             return sdc_fail(SDC_ERR_UNSUPPORTED, "%s: added token \"%.64s\" sets %s (unsupported)",
                             label, c->valuestring, unsupported[k]);
     *s = c->valuestring;
-    *normalized = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "normalized"));
+    /* absent: HF's AddedToken default, normalized unless special */
+    const cJSON *nf = cJSON_GetObjectItemCaseSensitive(it, "normalized");
+    *normalized =
+        nf ? cJSON_IsTrue(nf) : !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "special"));
     return SDC_OK;
 }
 
@@ -494,8 +497,9 @@ static const char QWEN2_REGEX[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\
                                   "N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
                                   "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-/* The pre-tokenizer must be what we implement: a Split with the Qwen2 regex (and the
- * ByteLevel without its own regex), or a bare ByteLevel we cannot honour otherwise. */
+/* The pipeline must be what we implement: normalizer NFC or none; a Split with the Qwen2
+ * regex, Isolated, and a ByteLevel without its own regex or a prefix space. Anything else is
+ * refused rather than tokenized differently. */
 static sdc_status check_pipeline(const cJSON *j, const char *label, int *nfc) {
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
     const cJSON *ty = cJSON_GetObjectItemCaseSensitive(norm, "type");
