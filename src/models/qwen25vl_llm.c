@@ -42,6 +42,13 @@ struct sdc_qwen25vl_llm {
     llm_layer *layers;
     sdc_weight_copies owned; /* F32 copies of norms and biases stored otherwise */
     bool sdcpp;              /* round matmul inputs to F16/BF16 weights' type (ggml) */
+    /* keys and values of the last prefix run ([n_layers][2][head_dim * kv_n * n_kv_heads]),
+     * for the ids kv_ids[kv_n] in kv_sdcpp numerics: the prompt template is the same for every
+     * prompt, so its 34 tokens run once */
+    float *kv;
+    int32_t *kv_ids;
+    int kv_n;
+    bool kv_sdcpp;
 };
 
 static const name_scheme *find_scheme(const sdc_weight_source *ws, const char *prefix) {
@@ -185,6 +192,8 @@ sdc_status sdc_qwen25vl_llm_load(const sdc_weight_source *ws, const char *prefix
 void sdc_qwen25vl_llm_free(sdc_qwen25vl_llm *m) {
     if (!m) return;
     sdc_weight_copies_free(&m->owned);
+    free(m->kv);
+    free(m->kv_ids);
     free(m->layers);
     free(m);
 }
@@ -226,24 +235,38 @@ static sdc_tensor *heads_rope(sdc_graph *g, sdc_tensor *x, int d, int heads, sdc
     return sdc_cont(g, sdc_permute(g, r, 0, 2, 1, 3));
 }
 
+/* The inputs of one run: token ids, the mask [n_keys, n] and the rotary tables [D/2, n] of the
+ * run's own positions, and per layer the cached keys and values of the positions before the
+ * run (NULL when it starts at position 0). */
 typedef struct graph_inputs {
     sdc_tensor *tok, *mask, *cos_t, *sin_t;
+    sdc_tensor **kc, **vc;
 } graph_inputs;
 
-/* One decoder layer; queries (and the output) only for rows [first, n) of x. */
-static sdc_tensor *layer(sdc_graph *g, const sdc_qwen25vl_llm *m, const llm_layer *L, sdc_tensor *x,
-                         const graph_inputs *in, int first) {
+/* One decoder layer over the run's tokens x [hidden, n]; queries (and the output) only for rows
+ * [first, n). *k_out / *v_out (may be NULL) get the run's rotated keys and values ([D, n, Hkv]);
+ * kv_only stops there (the last layer of a prefix run). */
+static sdc_tensor *layer(sdc_graph *g, const sdc_qwen25vl_llm *m, int l, sdc_tensor *x,
+                         const graph_inputs *in, int first, sdc_tensor **k_out, sdc_tensor **v_out,
+                         bool kv_only) {
     const sdc_qwen25vl_llm_config *c = &m->cfg;
+    const llm_layer *L = &m->layers[l];
     bool e = m->sdcpp;
     int64_t n = x->ne[1], nq = n - first;
     int d = c->head_dim;
     sdc_tensor *h = sdc_rms_norm(g, x, L->attn_norm, c->rms_eps);
-    sdc_tensor *hq = rows(g, h, first, nq);
-    sdc_tensor *cq = rows(g, in->cos_t, first, nq), *sq = rows(g, in->sin_t, first, nq);
-    sdc_tensor *q = heads_rope(g, linear(g, e, L->q, L->qb, hq), d, c->n_heads, cq, sq);
     sdc_tensor *k =
         heads_rope(g, linear(g, e, L->k, L->kb, h), d, c->n_kv_heads, in->cos_t, in->sin_t);
     sdc_tensor *v = heads_rope(g, linear(g, e, L->v, L->vb, h), d, c->n_kv_heads, NULL, NULL);
+    if (k_out) *k_out = k, *v_out = v;
+    if (kv_only) return x;
+    if (in->kc) { /* the cached positions come first */
+        k = sdc_concat(g, in->kc[l], k, 1);
+        v = sdc_concat(g, in->vc[l], v, 1);
+    }
+    sdc_tensor *hq = rows(g, h, first, nq);
+    sdc_tensor *cq = rows(g, in->cos_t, first, nq), *sq = rows(g, in->sin_t, first, nq);
+    sdc_tensor *q = heads_rope(g, linear(g, e, L->q, L->qb, hq), d, c->n_heads, cq, sq);
     sdc_tensor *a = sdc_attention(g, q, k, v, rows(g, in->mask, first, nq), 1.0f / sqrtf((float)d));
     if (!a) return NULL;
     a = sdc_reshape_2d(g, a, (int64_t)d * c->n_heads, nq);
@@ -253,23 +276,127 @@ static sdc_tensor *layer(sdc_graph *g, const sdc_qwen25vl_llm *m, const llm_laye
     return sdc_add(g, x, mm(g, e, L->down, f));
 }
 
-/* Host inputs: the causal mask [n][n] (0 / -inf) and the rotary tables [n][D/2] for positions
- * 0..n-1: angle p * theta^(-2j/D), in double. */
-static float *host_tables(const sdc_qwen25vl_llm_config *c, int n) {
-    size_t half = (size_t)c->head_dim / 2, nn = (size_t)n * n;
-    float *t = malloc((nn + 2 * half * n) * sizeof *t);
+/* Host inputs of a run of n tokens at positions past..past+n-1: the causal mask [n][past + n]
+ * (0 / -inf) and the rotary tables [n][D/2]: angle p * theta^(-2j/D), in double. */
+static float *host_tables(const sdc_qwen25vl_llm_config *c, int past, int n) {
+    size_t half = (size_t)c->head_dim / 2, nk = (size_t)past + n, nm = nk * n;
+    float *t = malloc((nm + 2 * half * n) * sizeof *t);
     if (!t) return NULL;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) t[(size_t)i * n + j] = j <= i ? 0.0f : -INFINITY;
-    float *cs = t + nn, *sn = cs + half * n;
+        for (size_t j = 0; j < nk; j++) t[i * nk + j] = j <= (size_t)(past + i) ? 0.0f : -INFINITY;
+    float *cs = t + nm, *sn = cs + half * n;
     for (size_t j = 0; j < half; j++) {
         double inv = pow((double)c->rope_theta, -(double)(2 * j) / (double)c->head_dim);
-        for (int p = 0; p < n; p++) {
-            cs[(size_t)p * half + j] = (float)cos(p * inv);
-            sn[(size_t)p * half + j] = (float)sin(p * inv);
+        for (int i = 0; i < n; i++) {
+            double a = (double)(past + i) * inv;
+            cs[(size_t)i * half + j] = (float)cos(a);
+            sn[(size_t)i * half + j] = (float)sin(a);
         }
     }
     return t;
+}
+
+/* Floats of one layer's cached keys (or values) for `past` positions. */
+static size_t kv_floats(const sdc_qwen25vl_llm_config *c, int past) {
+    return (size_t)c->head_dim * past * c->n_kv_heads;
+}
+
+/* One graph over ids[0..n) at positions past..past+n-1, the keys and values of the positions
+ * before from m->kv when past > 0. Either out gets rows first..n-1 of the final norm (n_layers
+ * 0) or of the residual after n_layers layers, or (kv_dst) every layer's keys and values of the
+ * run go to kv_dst ([n_layers][2][kv_floats]) and nothing else is computed. */
+static sdc_status run(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids, int n, int past,
+                      int first, int n_layers, float *out, float *kv_dst, sdc_eval_fn cb,
+                      void *cb_user) {
+    const sdc_qwen25vl_llm_config *c = &m->cfg;
+    int nl = c->n_layers, run_layers = n_layers ? n_layers : nl, n_in = 4 + (past ? 2 * nl : 0);
+    int n_out = kv_dst ? 2 * nl : 1;
+    float *host = host_tables(c, past, n);
+    int32_t *idbuf = malloc((size_t)n * sizeof *idbuf);
+    sdc_tensor **t = calloc((size_t)(2 * nl + n_out), sizeof *t); /* cached kv inputs, outputs */
+    sdc_input_data *inputs = calloc((size_t)n_in, sizeof *inputs);
+    sdc_graph *g = host && idbuf && t && inputs ? sdc_graph_create() : NULL;
+    sdc_status s = SDC_OK;
+    if (!g) {
+        s = sdc_fail(SDC_ERR_NO_MEMORY, "qwen2.5-vl llm: %d tokens", n);
+        goto done;
+    }
+    memcpy(idbuf, ids, (size_t)n * sizeof *idbuf);
+    int64_t half = c->head_dim / 2, mne[2] = {past + n, n}, rne[2] = {half, n};
+    int64_t kne[3] = {c->head_dim, past, c->n_kv_heads};
+    graph_inputs in = {0};
+    in.tok = sdc_graph_input_1d(g, SDC_TYPE_I32, n);
+    in.mask = sdc_graph_input(g, SDC_TYPE_F32, 2, mne);
+    in.cos_t = sdc_graph_input(g, SDC_TYPE_F32, 2, rne);
+    in.sin_t = sdc_graph_input(g, SDC_TYPE_F32, 2, rne);
+    size_t nm = (size_t)(past + n) * n, nr = (size_t)half * n, kvb = kv_floats(c, past);
+    inputs[0] = (sdc_input_data){in.tok, idbuf, (size_t)n * sizeof(int32_t)};
+    inputs[1] = (sdc_input_data){in.mask, host, nm * sizeof(float)};
+    inputs[2] = (sdc_input_data){in.cos_t, host + nm, nr * sizeof(float)};
+    inputs[3] = (sdc_input_data){in.sin_t, host + nm + nr, nr * sizeof(float)};
+    if (past) {
+        in.kc = t;
+        in.vc = t + nl;
+        for (int l = 0; l < nl; l++) {
+            in.kc[l] = sdc_graph_input(g, SDC_TYPE_F32, 3, kne);
+            in.vc[l] = sdc_graph_input(g, SDC_TYPE_F32, 3, kne);
+            inputs[4 + 2 * l] = (sdc_input_data){in.kc[l], m->kv + 2 * l * kvb, kvb * 4};
+            inputs[5 + 2 * l] = (sdc_input_data){in.vc[l], m->kv + (2 * l + 1) * kvb, kvb * 4};
+        }
+    }
+    sdc_tensor **o = t + 2 * nl, *x = sdc_get_rows(g, m->embed, in.tok);
+    for (int l = 0; l < run_layers && x; l++) {
+        sdc_graph_set_block(g, l); /* a layer split may cut between layers */
+        bool last = l == run_layers - 1;
+        x = layer(g, m, l, x, &in, last && !kv_dst ? first : 0, kv_dst ? &o[2 * l] : NULL,
+                  kv_dst ? &o[2 * l + 1] : NULL, kv_dst && last);
+    }
+    sdc_graph_set_block(g, -1);
+    if (!kv_dst && !n_layers && x) x = sdc_rms_norm(g, x, m->final_norm, c->rms_eps);
+    if (!kv_dst) o[0] = x;
+    for (int i = 0; i < n_out; i++)
+        if (o[i]) sdc_graph_mark_output(g, o[i]);
+    s = sdc_graph_status(g);
+    if (s != SDC_OK) {
+        s = sdc_fail(s, "qwen2.5-vl llm: building the graph: %s", sdc_graph_error(g));
+        goto done;
+    }
+    s = sdc_backend_set_inputs(be, g, inputs, n_in);
+    if (s == SDC_OK) s = sdc_backend_compute(be, g, cb, cb_user);
+    size_t kvn = kv_floats(c, n);
+    for (int i = 0; i < n_out && s == SDC_OK; i++)
+        s = kv_dst ? sdc_backend_tensor_get(be, o[i], kv_dst + i * kvn, 0, kvn * sizeof(float))
+                   : sdc_backend_tensor_get(be, o[0], out, 0,
+                                            (size_t)(n - first) * c->hidden * sizeof(float));
+done:
+    sdc_graph_free(g);
+    free(host);
+    free(idbuf);
+    free(t);
+    free(inputs);
+    return s;
+}
+
+int sdc_qwen25vl_llm_cached_prefix(const sdc_qwen25vl_llm *m) {
+    return m->kv_n;
+}
+
+/* Keys and values of ids[0..p) in m->kv, computed unless they are there already. */
+static sdc_status prefix_kv(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids, int p,
+                            sdc_eval_fn cb, void *cb_user) {
+    if (m->kv_n == p && m->kv_sdcpp == m->sdcpp && !memcmp(m->kv_ids, ids, (size_t)p * 4))
+        return SDC_OK;
+    m->kv_n = 0;
+    free(m->kv);
+    free(m->kv_ids);
+    m->kv = malloc(2 * (size_t)m->cfg.n_layers * kv_floats(&m->cfg, p) * sizeof(float));
+    m->kv_ids = malloc((size_t)p * sizeof *m->kv_ids);
+    if (!m->kv || !m->kv_ids)
+        return sdc_fail(SDC_ERR_NO_MEMORY, "qwen2.5-vl llm: cache of %d tokens", p);
+    memcpy(m->kv_ids, ids, (size_t)p * sizeof *ids);
+    sdc_status s = run(m, be, ids, p, 0, 0, 0, NULL, m->kv, cb, cb_user);
+    if (s == SDC_OK) m->kv_n = p, m->kv_sdcpp = m->sdcpp;
+    return s;
 }
 
 sdc_status sdc_qwen25vl_llm_encode(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids, int n,
@@ -285,49 +412,12 @@ sdc_status sdc_qwen25vl_llm_encode(sdc_qwen25vl_llm *m, sdc_backend *be, const i
             return sdc_fail(SDC_ERR_INVALID_ARG,
                             "qwen2.5-vl llm: token id %d outside the vocabulary (%d)", ids[i],
                             c->vocab);
-    int run = n_layers ? n_layers : c->n_layers;
-    if (n_layers) first = 0; /* intermediate states: every row (tests) */
-    float *host = host_tables(c, n);
-    int32_t *idbuf = malloc((size_t)n * sizeof *idbuf);
-    sdc_graph *g = host && idbuf ? sdc_graph_create() : NULL;
-    if (!g) {
-        free(host);
-        free(idbuf);
-        return sdc_fail(SDC_ERR_NO_MEMORY, "qwen2.5-vl llm: %d tokens", n);
-    }
-    memcpy(idbuf, ids, (size_t)n * sizeof *idbuf);
-    int64_t half = c->head_dim / 2, mne[2] = {n, n}, rne[2] = {half, n};
-    graph_inputs in;
-    in.tok = sdc_graph_input_1d(g, SDC_TYPE_I32, n);
-    in.mask = sdc_graph_input(g, SDC_TYPE_F32, 2, mne);
-    in.cos_t = sdc_graph_input(g, SDC_TYPE_F32, 2, rne);
-    in.sin_t = sdc_graph_input(g, SDC_TYPE_F32, 2, rne);
-    sdc_tensor *x = sdc_get_rows(g, m->embed, in.tok);
-    for (int l = 0; l < run && x; l++) {
-        sdc_graph_set_block(g, l); /* a layer split may cut between layers */
-        x = layer(g, m, &m->layers[l], x, &in, l == run - 1 ? first : 0);
-    }
-    sdc_graph_set_block(g, -1);
-    if (!n_layers && x) x = sdc_rms_norm(g, x, m->final_norm, c->rms_eps);
-    if (x) sdc_graph_mark_output(g, x);
-    sdc_status s = sdc_graph_status(g);
-    if (s != SDC_OK) {
-        s = sdc_fail(s, "qwen2.5-vl llm: building the graph: %s", sdc_graph_error(g));
-    } else {
-        size_t nn = (size_t)n * n, nr = (size_t)half * n;
-        const sdc_input_data inputs[] = {{in.tok, idbuf, (size_t)n * sizeof(int32_t)},
-                                         {in.mask, host, nn * sizeof(float)},
-                                         {in.cos_t, host + nn, nr * sizeof(float)},
-                                         {in.sin_t, host + nn + nr, nr * sizeof(float)}};
-        s = sdc_backend_set_inputs(be, g, inputs, 4);
-        if (s == SDC_OK) s = sdc_backend_compute(be, g, cb, cb_user);
-        if (s == SDC_OK)
-            s = sdc_backend_tensor_get(be, x, out, 0,
-                                       (size_t)(n - first) * c->hidden * sizeof(float));
-    }
-    sdc_graph_free(g);
-    free(host);
-    free(idbuf);
+    if (n_layers) /* intermediate states: every row, one graph (tests) */
+        return run(m, be, ids, n, 0, 0, n_layers, out, NULL, cb, cb_user);
+    if (first == 0) return run(m, be, ids, n, 0, 0, 0, out, NULL, cb, cb_user);
+    /* rows before `first` are keys only: their keys and values come from the cache */
+    sdc_status s = prefix_kv(m, be, ids, first, cb, cb_user);
+    if (s == SDC_OK) s = run(m, be, ids + first, n - first, first, 0, 0, out, NULL, cb, cb_user);
     return s;
 }
 

@@ -39,14 +39,20 @@ const sdc_qwen25vl_llm_config *sdc_qwen25vl_llm_get_config(const sdc_qwen25vl_ll
 void sdc_qwen25vl_llm_set_sdcpp_numerics(sdc_qwen25vl_llm *m, bool on);
 
 /* Runs n token ids (one sequence, positions 0..n-1, causal). out: rows first..n-1 of
- * [n][hidden] (earlier tokens still act as keys; their rows are not computed in the last layer,
- * as nothing reads them). n_layers 0: all layers and the final norm (the last hidden state,
- * which is transformers' hidden_states[-1] and what sd.cpp and diffusers give Qwen-Image);
- * 0 < n_layers < config.n_layers: the residual stream after that many layers
- * (hidden_states[n_layers]), for tests. */
+ * [n][hidden] (earlier tokens still act as keys, from the cache below). n_layers 0: all layers and
+ * the final norm (the last hidden state, which is transformers' hidden_states[-1] and what sd.cpp
+ * and diffusers give Qwen-Image); 0 < n_layers < config.n_layers: the residual stream after that
+ * many layers (hidden_states[n_layers]), for tests. */
 sdc_status sdc_qwen25vl_llm_encode(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids, int n,
                                    int first, int n_layers, float *out, sdc_eval_fn cb,
                                    void *cb_user);
+
+/* With first > 0 the rows before `first` only act as keys: their keys and values are
+ * computed by a run of their own and cached in the model (the Qwen-Image template is the same
+ * for every prompt, so it runs once; a call with other leading ids replaces the cache). The
+ * model is therefore not to be shared between threads. This returns the number of cached
+ * positions (0: none), for tests. */
+int sdc_qwen25vl_llm_cached_prefix(const sdc_qwen25vl_llm *m);
 
 /* Qwen-Image conditioning for one prompt: the template around it (qwen2_tokenizer.h), the
  * last hidden states with the 34 template tokens dropped, ready for the DiT's txt stream.
