@@ -41,6 +41,9 @@ typedef struct sdc_backend_iface {
     bool (*tensor_use_host)(sdc_backend *b, sdc_tensor *t, void *host, size_t size);
     /* whether memory from alloc is host memory (the host may dereference it) */
     bool host_memory;
+    /* A backend made of others (a split): true when `other` is one of them, so reads and
+     * writes of tensors in other's memory go through `other`. NULL: none. */
+    bool (*contains)(const sdc_backend *b, const sdc_backend *other);
 } sdc_backend_iface;
 
 struct sdc_backend {
