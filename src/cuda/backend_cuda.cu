@@ -25,6 +25,8 @@ extern "C" {
 typedef struct wentry {
     const void *host; /* key: the host address of a weight leaf */
     size_t size;
+    uint64_t sig; /* bytes sampled from the host copy: a freed weight's address reused by
+                   * another one (a switched model, a re-merged LoRA) is not taken for it */
     void *dev;
 } wentry;
 
@@ -205,11 +207,24 @@ static sdc_status cache_grow(cuda_backend *c) {
     return SDC_OK;
 }
 
+/* FNV-1a over up to 3 x 256 bytes: the start, the middle and the end of the weight */
+static uint64_t sample_sig(const void *host, size_t size) {
+    const unsigned char *p = (const unsigned char *)host;
+    uint64_t h = 1469598103934665603ull ^ size;
+    const size_t span = size < 256 ? size : 256;
+    const size_t at[3] = {0, size / 2 - (size / 2 < span / 2 ? size / 2 : span / 2), size - span};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < span; i++) h = (h ^ p[at[k] + i]) * 1099511628211ull;
+    return h;
+}
+
 /* The device copy of the host bytes [host, host+size) of a weight leaf. */
 static sdc_status weight_dev(cuda_backend *c, const void *host, size_t size, void **dev) {
+    const uint64_t sig = sample_sig(host, size);
     if (c->w_cap) {
         for (size_t h = hash_ptr(host, c->w_cap); c->w[h].host; h = (h + 1) & (c->w_cap - 1))
-            if (c->w[h].host == host && c->w[h].size >= size) return *dev = c->w[h].dev, SDC_OK;
+            if (c->w[h].host == host && c->w[h].size == size && c->w[h].sig == sig)
+                return *dev = c->w[h].dev, SDC_OK;
     }
     if ((c->w_n + 1) * 2 > c->w_cap) {
         sdc_status s = cache_grow(c);
@@ -225,7 +240,7 @@ static sdc_status weight_dev(cuda_backend *c, const void *host, size_t size, voi
     CU_TRY(cudaMemcpyAsync(d, host, size, cudaMemcpyHostToDevice, c->stream), "weight upload");
     size_t h = hash_ptr(host, c->w_cap);
     while (c->w[h].host) {
-        if (c->w[h].host == host) break; /* a larger view of the same leaf: replace */
+        if (c->w[h].host == host) break; /* same address, other bytes or size: replace */
         h = (h + 1) & (c->w_cap - 1);
     }
     if (c->w[h].host) {
@@ -235,7 +250,7 @@ static sdc_status weight_dev(cuda_backend *c, const void *host, size_t size, voi
     } else {
         c->w_n++;
     }
-    c->w[h] = wentry{host, size, d};
+    c->w[h] = wentry{host, size, sig, d};
     c->w_bytes += size;
     *dev = d;
     return SDC_OK;
@@ -605,8 +620,19 @@ static void cuda_memory(const sdc_backend *b, size_t *free_bytes, size_t *total_
 }
 
 static const sdc_backend_iface g_cuda_iface = {
-    cuda_name,   cuda_free,        cuda_alloc,      cuda_release,    cuda_supports, cuda_compute,
-    cuda_memory, cuda_graph_alloc, cuda_tensor_set, cuda_tensor_get, NULL,          false,
+    cuda_name,
+    cuda_free,
+    cuda_alloc,
+    cuda_release,
+    cuda_supports,
+    cuda_compute,
+    cuda_memory,
+    cuda_graph_alloc,
+    cuda_tensor_set,
+    cuda_tensor_get,
+    NULL /* tensor_use_host: inputs are copied in */,
+    false /* host_memory */,
+    NULL /* contains */,
 };
 
 extern "C" sdc_backend *sdc_backend_cuda_create(int ordinal) {
