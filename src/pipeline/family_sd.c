@@ -17,6 +17,7 @@
 #include "models/vae_tiling.h"
 #include "pipeline/clip_tokenizer_source.h"
 #include "pipeline/family.h"
+#include "pipeline/sd_inpaint.h"
 #include "text/clip_prompt.h"
 #include "text/clip_tokenizer.h"
 
@@ -284,11 +285,7 @@ static sdc_status join_concat(sd_family *f, const float *x, int B, int w, int h,
             return f->xcat_n = 0, sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
         f->xcat_n = nx;
     }
-    for (int b = 0; b < B; b++) {
-        float *o = f->xcat + (size_t)b * (4 + f->n_concat) * plane;
-        memcpy(o, x + (size_t)b * 4 * plane, 4 * plane * sizeof(float));
-        memcpy(o + 4 * plane, f->concat, (size_t)f->n_concat * plane * sizeof(float));
-    }
+    sdc_inpaint_join(x, 4, f->concat, f->n_concat, B, plane, f->xcat);
     *xin = f->xcat;
     return SDC_OK;
 }

@@ -125,3 +125,12 @@ sdc_status sdc_inpaint_set_concat(sdc_context *ctx, const sdc_image *init, const
     free(concat);
     return s;
 }
+
+void sdc_inpaint_join(const float *x, int x_channels, const float *concat, int n_concat, int B,
+                      size_t plane, float *out) {
+    for (int b = 0; b < B; b++) {
+        float *o = out + (size_t)b * (x_channels + n_concat) * plane;
+        memcpy(o, x + (size_t)b * x_channels * plane, (size_t)x_channels * plane * sizeof(float));
+        memcpy(o + (size_t)x_channels * plane, concat, (size_t)n_concat * plane * sizeof(float));
+    }
+}

@@ -29,4 +29,10 @@ sdc_status sdc_inpaint_set_concat(sdc_context *ctx, const sdc_image *init, const
                                   const sdc_latent_shape *shape, sdc_rng_type rng_type,
                                   uint64_t seed);
 
+/* The inpainting UNet's input for B latents: per batch item x's x_channels planes, then
+ * the n_concat planes of concat (the same for every item: sd.cpp gives the cond and uncond
+ * passes one c_concat), plane = w * h values each. */
+void sdc_inpaint_join(const float *x, int x_channels, const float *concat, int n_concat, int B,
+                      size_t plane, float *out);
+
 #endif
