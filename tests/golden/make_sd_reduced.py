@@ -6,6 +6,7 @@
     python3 make_sd_reduced.py sd1inpaint --seed 1109 OUT.safetensors    # the same with a 9-channel UNet input
     python3 make_sd_reduced.py sd2  --seed 2002 OUT.safetensors    # ~0.95 GB, ~30 s
     python3 make_sd_reduced.py sdxl --seed 3003 OUT.safetensors    # ~1.92 GB, ~60 s
+    python3 make_sd_reduced.py sd2inpaint|sdxlinpaint OUT          # seeds 2009 / 3009: 9-channel UNet input
     python3 make_sd_reduced.py sd2 --list                          # names, shapes, init rule; writes nothing
 
 Independent reference: the images these checkpoints give are compared with stable-diffusion.cpp's sd-cli
@@ -227,13 +228,13 @@ def model_tensors(kind):
     if kind in ("sd1", "sd1inpaint"):
         te = hf_clip_tensors("cond_stage_model.transformer.text_model.", 768, 3072, 12)
         un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 768, 0, 9 if kind == "sd1inpaint" else 4, False)
-    elif kind == "sd2":
+    elif kind in ("sd2", "sd2inpaint"):
         te = openclip_tensors("cond_stage_model.model.", 1024, 4096, 24, 1024)
-        un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 1024, 0)
+        un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 1024, 0, 9 if kind == "sd2inpaint" else 4)
     else:
         te = hf_clip_tensors("conditioner.embedders.0.transformer.text_model.", 768, 3072, 12)
         te += openclip_tensors("conditioner.embedders.1.model.", 1280, 5120, 32, 1280)
-        un = unet_tensors(32, [1, 2, 4], [0, 2, 10], 10, 2048, 2816)
+        un = unet_tensors(32, [1, 2, 4], [0, 2, 10], 10, 2048, 2816, 9 if kind == "sdxlinpaint" else 4)
     return te + un + vae_tensors(128, 128)
 
 
@@ -321,12 +322,13 @@ def write(path, kind, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("kind", choices=["sd1", "sd1inpaint", "sd2", "sdxl"])
+    ap.add_argument("kind", choices=["sd1", "sd1inpaint", "sd2", "sd2inpaint", "sdxl", "sdxlinpaint"])
     ap.add_argument("out", nargs="?")
     ap.add_argument("--seed", type=int, default=None, help="default 2002 (sd2) / 3003 (sdxl)")
     ap.add_argument("--list", action="store_true", help="print name, dtype, shape, init rule; write nothing")
     a = ap.parse_args()
-    seed = a.seed if a.seed is not None else {"sd1": 1101, "sd1inpaint": 1109, "sd2": 2002, "sdxl": 3003}[a.kind]
+    seed = a.seed if a.seed is not None else {"sd1": 1101, "sd1inpaint": 1109, "sd2": 2002, "sd2inpaint": 2009, "sdxl": 3003,
+                                               "sdxlinpaint": 3009}[a.kind]
     if a.list:
         cnt = {}
         for name, dt, shape in layout(a.kind):
