@@ -67,11 +67,12 @@ sdc_status sdc_inpaint_keep(const sdc_context *ctx, const sdc_image *mask,
     return SDC_OK;
 }
 
-/* The init image with the mask's white pixels set to gray, planar [3][H][W] in [-1, 1]. */
+/* The init image with the mask's white pixels set to gray, planar [3][H][W] in [-1, 1]
+ * (no mask: every pixel gray). */
 static void masked_pixels(const sdc_image *img, const sdc_image *mask, float *x) {
     size_t plane = (size_t)img->width * img->height;
     for (size_t i = 0; i < plane; i++) {
-        bool white = mask && gray(mask, i) >= 128;
+        bool white = !mask || gray(mask, i) >= 128; /* no mask: all white, as sd-cli's default */
         for (uint32_t c = 0; c < 3; c++) {
             uint8_t v = img->data[i * img->channels + (img->channels >= 3 ? c : 0)];
             x[c * plane + i] = white ? 0.0f : (float)v / 127.5f - 1.0f;

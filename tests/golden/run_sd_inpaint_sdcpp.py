@@ -5,8 +5,8 @@ tests/data/sd_inpaint/png/<id>.png and runs.json (the exact command, parameters,
     python3 tests/golden/run_sd_inpaint_sdcpp.py SD_CLI CKPT_DIR [ID ...]
 
 SD_CLI: an sd-cli binary (stable-diffusion.cpp 97d29908, CPU build; how it was built: tests/data/sd_inpaint/README.md);
-CKPT_DIR: a folder with sd1_reduced_1101.safetensors and sd1inpaint_reduced_1109.safetensors
-(tests/golden/make_sd_reduced.py sd1 / sd1inpaint). The inputs init.png and mask.png come from
+CKPT_DIR: a folder with the checkpoints of FILES (tests/golden/make_sd_reduced.py sd1, sd1inpaint, sd2inpaint,
+sdxlinpaint with their default seeds). The inputs init.png and mask.png come from
 tests/golden/gen_sd_inpaint_inputs.py. Needs nothing but the Python standard library.
 """
 import hashlib
@@ -18,7 +18,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "sd_inpaint")
-FILES = {"sd1": "sd1_reduced_1101.safetensors", "sd1inpaint": "sd1inpaint_reduced_1109.safetensors"}
+FILES = {"sd1": "sd1_reduced_1101.safetensors", "sd1inpaint": "sd1inpaint_reduced_1109.safetensors",
+         "sd2inpaint": "sd2inpaint_reduced_2009.safetensors", "sdxlinpaint": "sdxlinpaint_reduced_3009.safetensors"}
 COMMON = dict(W=128, H=128, steps=4, cfg=7.0, seed=42, scheduler="discrete", negative_prompt="")
 RUNS = [
     # 9-channel inpainting UNet
@@ -30,6 +31,10 @@ RUNS = [
          init="", mask=""),
     dict(id="i04", model="sd1inpaint", prompt="a lovely cat", sampler="euler", rng="cuda", strength=0.8,
          init="init.png", mask=""),
+    dict(id="s01", model="sd2inpaint", prompt="a lovely cat", sampler="euler_a", rng="cuda", strength=1.0,
+         init="init.png", mask="mask.png"),
+    dict(id="x01", model="sdxlinpaint", prompt="a lovely cat", sampler="euler", rng="cpu", strength=0.75,
+         init="init.png", mask="mask.png"),
     # plain 4-channel UNet with a mask: sd.cpp's latent blend
     dict(id="p01", model="sd1", prompt="a lovely cat", sampler="euler_a", rng="cuda", strength=0.75,
          init="init.png", mask="mask.png"),

@@ -4,10 +4,11 @@
  * CLIP and VAE, narrow UNet). The 9-channel inpainting UNet with init image + mask, with
  * strength 1, without a mask and without any image (sd.cpp's default mask and zero
  * latent); the plain 4-channel UNet with a mask (sd.cpp's latent blend). The checkpoints
- * (0.49 GB each) are looked for in $SDC_SD_REDUCED_DIR or <build>/sd_reduced and generated
- * there with python3 + numpy when missing; without them the comparisons are skipped. Every
- * image must be within 3/255 per pixel and channel. Bad inputs (mask of another size, mask
- * without init image) must be refused with a message saying so. */
+ * (SD1 0.49 GB each; SD2 / SDXL inpainting 0.95 / 1.9 GB, one run each) are looked for in
+ * $SDC_SD_REDUCED_DIR or <build>/sd_reduced and generated there with python3 + numpy when missing;
+ * without them the comparisons are skipped. Every image must be within 3/255 per pixel and channel.
+ * Bad inputs (mask of another size, mask without init image) must be refused with a message saying
+ * so. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,9 +145,11 @@ int main(void) {
     static const struct {
         const char *kind, *file;
     } kinds[] = {{"sd1inpaint", "sd1inpaint_reduced_1109.safetensors"},
-                 {"sd1", "sd1_reduced_1101.safetensors"}};
+                 {"sd1", "sd1_reduced_1101.safetensors"},
+                 {"sd2inpaint", "sd2inpaint_reduced_2009.safetensors"},
+                 {"sdxlinpaint", "sdxlinpaint_reduced_3009.safetensors"}};
     int compared = 0, expected = cJSON_GetArraySize(runs), have = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
         char model[1024];
         if (!checkpoint(kinds[k].kind, kinds[k].file, model, sizeof model)) continue;
         have++;
@@ -164,6 +167,6 @@ int main(void) {
         printf("SKIP: no checkpoint could be found or generated\n");
         return 77;
     }
-    if (have == 2) CHECK(compared == expected, "compared %d of %d runs", compared, expected);
+    if (have == 4) CHECK(compared == expected, "compared %d of %d runs", compared, expected);
     TEST_MAIN_END();
 }
