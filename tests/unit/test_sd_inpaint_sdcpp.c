@@ -1,14 +1,15 @@
-/* SD 1.x inpainting end to end through the public API against sd.cpp's own PNGs
+/* SD inpainting end to end through the public API against sd.cpp's own PNGs
  * (tests/data/sd_inpaint: sd-cli 97d29908 on reduced random-weight checkpoints that
- * tests/golden/make_sd_reduced.py regenerates bit for bit, kinds sd1 and sd1inpaint: full
- * CLIP and VAE, narrow UNet). The 9-channel inpainting UNet with init image + mask, with
- * strength 1, without a mask and without any image (sd.cpp's default mask and zero
- * latent); the plain 4-channel UNet with a mask (sd.cpp's latent blend). The checkpoints
- * (SD1 0.49 GB each; SD2 / SDXL inpainting 0.95 / 1.9 GB, one run each) are looked for in
- * $SDC_SD_REDUCED_DIR or <build>/sd_reduced and generated there with python3 + numpy when missing;
- * without them the comparisons are skipped. Every image must be within 3/255 per pixel and channel.
- * Bad inputs (mask of another size, mask without init image) must be refused with a message saying
- * so. */
+ * tests/golden/make_sd_reduced.py regenerates bit for bit, kinds sd1, sd1inpaint,
+ * sd2inpaint, sdxlinpaint: full text encoders and VAE, narrow UNet). The 9-channel SD1
+ * inpainting UNet with init image + mask at strength 0.75 and 1, without a mask and
+ * without any image (sd.cpp's default mask and zero latent); the SD2 and SDXL inpainting
+ * UNets once each; the plain 4-channel SD1 UNet with a mask (sd.cpp's x0 blend). The
+ * checkpoints (SD1 0.49 GB each, SD2 / SDXL 0.95 / 1.9 GB) are looked for in
+ * $SDC_SD_REDUCED_DIR or <build>/sd_reduced and generated there with python3 + numpy when
+ * missing; without them the comparisons are skipped. Every image must be within 3/255 per
+ * pixel and channel. Bad inputs (mask of another size, mask without init image) must be
+ * refused with a message saying so. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
