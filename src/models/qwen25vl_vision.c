@@ -359,3 +359,59 @@ done:
     host_free(&hi);
     return s;
 }
+
+/* ---- preprocessing (sd.cpp's rules for Qwen-Image-Edit reference images) ---- */
+
+static int imax(int a, int b) {
+    return a > b ? a : b;
+}
+
+void sdc_qwen25vl_vision_resize_dims(int w, int h, int factor, int min_pixels, int max_pixels,
+                                     int *w_out, int *h_out) {
+    if (factor <= 0) factor = 28;
+    if (min_pixels <= 0) min_pixels = 384 * 384;
+    if (max_pixels <= 0) max_pixels = 560 * 560;
+    double f = factor, hw = (double)h * w;
+    int hb = (int)(round(h / f) * f), wb = (int)(round(w / f) * f);
+    if (min_pixels == max_pixels) { /* a fixed area */
+        double beta = sqrt(min_pixels / hw);
+        hb = imax(factor, (int)round(h * beta / f) * factor);
+        wb = imax(factor, (int)round(w * beta / f) * factor);
+    } else if ((double)hb * wb > max_pixels) {
+        double beta = sqrt(hw / max_pixels);
+        hb = imax(factor, (int)floor(h / beta / f) * factor);
+        wb = imax(factor, (int)floor(w / beta / f) * factor);
+    } else if ((double)hb * wb < min_pixels) {
+        double beta = sqrt(min_pixels / hw);
+        hb = (int)ceil(h * beta / f) * factor;
+        wb = (int)ceil(w * beta / f) * factor;
+    }
+    *w_out = wb;
+    *h_out = hb;
+}
+
+sdc_status sdc_qwen25vl_vision_preprocess(const float *rgb, int w, int h, int tw, int th,
+                                          float *out) {
+    static const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    static const float std_[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    if (!rgb || !out || w <= 0 || h <= 0 || tw <= 0 || th <= 0)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "qwen2.5-vl vision preprocess: %dx%d -> %dx%d", w, h,
+                        tw, th);
+    /* float arithmetic as sd.cpp */
+    float sx = (float)tw / (float)w, sy = (float)th / (float)h, sc = sx > sy ? sx : sy;
+    int64_t rw = (int64_t)(sc * (float)w), rh = (int64_t)(sc * (float)h);
+    int64_t ox = rw > tw ? (rw - tw) / 2 : 0, oy = rh > th ? (rh - th) / 2 : 0;
+    for (int y = 0; y < th; y++) {
+        int64_t ry = y + oy < rh ? y + oy : rh - 1; /* rh may round below th */
+        int64_t syi = ry * h / rh;
+        for (int x = 0; x < tw; x++) {
+            int64_t rx = x + ox < rw ? x + ox : rw - 1;
+            const float *p = rgb + ((size_t)syi * w + (size_t)(rx * w / rw)) * 3;
+            for (int c = 0; c < 3; c++) {
+                float v = p[c] < 0.0f ? 0.0f : p[c] > 1.0f ? 1.0f : p[c];
+                out[((size_t)c * th + y) * tw + x] = (v - mean[c]) / std_[c];
+            }
+        }
+    }
+    return SDC_OK;
+}

@@ -67,7 +67,56 @@ static double run_case(sdc_qwen25vl_vision *m, sdc_backend *be, const char *c, i
     return err;
 }
 
+/* Sizes from sd.cpp's rule (conditioner.hpp, QwenImageEditPlusPipeline, AREA mode) worked out
+ * in Python doubles: {w, h, min, max, expected w, expected h}; min = max: a fixed area. */
+static void resize_rule(void) {
+    static const int cases[][6] = {{1024, 1024, 0, 0, 560, 560},      {1920, 1080, 0, 0, 728, 392},
+                                   {300, 200, 0, 0, 476, 336},        {512, 768, 0, 0, 448, 672},
+                                   {448, 448, 0, 0, 448, 448},        {1000, 30, 0, 0, 2240, 84},
+                                   {100, 100, 40000, 40000, 196, 196}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int *c = cases[i];
+        int w = 0, h = 0;
+        sdc_qwen25vl_vision_resize_dims(c[0], c[1], 28, c[2], c[3], &w, &h);
+        printf("  resize %4dx%-4d (min %d, max %d) -> %dx%d (expected %dx%d)\n", c[0], c[1], c[2],
+               c[3], w, h, c[4], c[5]);
+        CHECK(w == c[4] && h == c[5], "resize %dx%d: %dx%d, expected %dx%d", c[0], c[1], w, h, c[4],
+              c[5]);
+    }
+}
+
+/* clip_preprocess on two tiny images: 3x2 -> 6x4 (nearest upscale by 2, every source pixel
+ * twice) and 6x2 -> 2x2 (scale 1, centre crop of columns 2..3); out = (clamp(v) - mean)/std. */
+static void preprocess(void) {
+    static const double mean[3] = {0.48145466, 0.4578275, 0.40821073};
+    static const double sd[3] = {0.26862954, 0.26130258, 0.27577711};
+    float rgb[6 * 2 * 3], out[3 * 6 * 4];
+    for (int i = 0; i < 36; i++)
+        rgb[i] = (float)((i * 7) % 13) / 10.0f - 0.1f; /* some out of [0,1] */
+    double err = 0;
+    CHECK(sdc_qwen25vl_vision_preprocess(rgb, 3, 2, 6, 4, out) == SDC_OK, "preprocess up");
+    for (int c = 0; c < 3; c++)
+        for (int y = 0; y < 4; y++)
+            for (int x = 0; x < 6; x++) {
+                double v = rgb[((y / 2) * 3 + x / 2) * 3 + c];
+                v = v < 0 ? 0 : v > 1 ? 1 : v;
+                err = fmax(err, fabs((v - mean[c]) / sd[c] - out[(c * 4 + y) * 6 + x]));
+            }
+    CHECK(sdc_qwen25vl_vision_preprocess(rgb, 6, 2, 2, 2, out) == SDC_OK, "preprocess crop");
+    for (int c = 0; c < 3; c++)
+        for (int y = 0; y < 2; y++)
+            for (int x = 0; x < 2; x++) {
+                double v = rgb[(y * 6 + x + 2) * 3 + c];
+                v = v < 0 ? 0 : v > 1 ? 1 : v;
+                err = fmax(err, fabs((v - mean[c]) / sd[c] - out[(c * 2 + y) * 2 + x]));
+            }
+    printf("  clip_preprocess (upscale, crop): max abs err %.3g (tol 1e-5)\n", err);
+    CHECK(err <= 1e-5, "clip_preprocess: max abs err %g", err);
+}
+
 int main(void) {
+    resize_rule();
+    preprocess();
     if (sdc_st_open(DATA("qwen25vl_vision_ref.safetensors"), &ref) != SDC_OK) {
         fprintf(stderr, "cannot open the reference: %s\n", sdc_last_error());
         return 1;
