@@ -415,3 +415,93 @@ sdc_status sdc_qwen25vl_vision_preprocess(const float *rgb, int w, int h, int tw
     }
     return SDC_OK;
 }
+
+/* ---- Qwen-Image-Edit conditioning ---- */
+
+sdc_status sdc_qwen_image_edit_prompt_tokens(const sdc_qwen2_tokenizer *tok, const char *prompt,
+                                             int n_images, const int *n_pads, bool labels,
+                                             int32_t **ids, int *n, int *n_drop, int *pad_at) {
+    static const char pad[] = "<|image_pad|>";
+    *ids = NULL;
+    *n = *n_drop = 0;
+    if (!tok || n_images < 0 || (n_images && (!n_pads || !pad_at)))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "qwen-image-edit prompt: bad arguments");
+    if (!prompt) prompt = "";
+    int32_t pad_id = sdc_qwen2_tokenizer_find(tok, pad);
+    if (n_images && pad_id < 0)
+        return sdc_fail(SDC_ERR_FORMAT, "qwen-image-edit prompt: the tokenizer has no %s", pad);
+    size_t len = strlen(SDC_QWEN_IMAGE_EDIT_PROMPT_PREFIX) + strlen(prompt) +
+                 strlen(SDC_QWEN_IMAGE_PROMPT_SUFFIX) + 1;
+    for (int i = 0; i < n_images; i++) {
+        if (n_pads[i] <= 0 || n_pads[i] > 1 << 20)
+            return sdc_fail(SDC_ERR_INVALID_ARG, "qwen-image-edit prompt: image %d with %d tokens",
+                            i, n_pads[i]);
+        len += 64 + (size_t)n_pads[i] * (sizeof pad - 1);
+    }
+    char *text = malloc(len), *p = text;
+    if (!text) return sdc_fail(SDC_ERR_NO_MEMORY, "qwen-image-edit prompt: %zu bytes", len);
+    p += sprintf(p, "%s", SDC_QWEN_IMAGE_EDIT_PROMPT_PREFIX);
+    for (int i = 0; i < n_images; i++) {
+        if (labels) p += sprintf(p, "Picture %d: ", i + 1);
+        p += sprintf(p, "<|vision_start|>");
+        for (int j = 0; j < n_pads[i]; j++) p += sprintf(p, "%s", pad);
+        p += sprintf(p, "<|vision_end|>");
+    }
+    p += sprintf(p, "%s%s", prompt, SDC_QWEN_IMAGE_PROMPT_SUFFIX);
+    sdc_status s = sdc_qwen2_tokenize(tok, text, (size_t)(p - text), ids, n);
+    free(text);
+    if (s) return s;
+    /* the pads as runs of pad ids, one per image in order (the prompt text may hold more) */
+    int k = 0;
+    for (int i = 0; i < *n && k < n_images; i++)
+        if ((*ids)[i] == pad_id) {
+            int j = i;
+            while (j < *n && (*ids)[j] == pad_id) j++;
+            if (j - i != n_pads[k]) break;
+            pad_at[k++] = i;
+            i = j - 1;
+        }
+    if (k < n_images || *n <= SDC_QWEN_IMAGE_EDIT_DROP_TOKENS ||
+        (n_images && pad_at[0] < SDC_QWEN_IMAGE_EDIT_DROP_TOKENS)) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return sdc_fail(SDC_ERR_FORMAT,
+                        "qwen-image-edit prompt: %d of %d images' pads found after the %d "
+                        "template tokens",
+                        k, n_images, SDC_QWEN_IMAGE_EDIT_DROP_TOKENS);
+    }
+    *n_drop = SDC_QWEN_IMAGE_EDIT_DROP_TOKENS;
+    return SDC_OK;
+}
+
+sdc_status sdc_qwen_image_edit_encode_prompt(sdc_qwen25vl_llm *m, sdc_backend *be,
+                                             const sdc_qwen2_tokenizer *tok, const char *prompt,
+                                             int n_images, const float *const *embeds,
+                                             const int *n_pads, bool labels, float **out,
+                                             int *n_ctx, sdc_eval_fn cb, void *cb_user) {
+    if (!m || !out || !n_ctx || n_images < 0 || n_images > 64 || (n_images && !embeds))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "qwen-image-edit prompt: bad arguments");
+    *out = NULL;
+    *n_ctx = 0;
+    int32_t *ids = NULL;
+    int n = 0, drop = 0, pad_at[64];
+    sdc_qwen25vl_llm_span spans[64];
+    sdc_status s = sdc_qwen_image_edit_prompt_tokens(tok, prompt, n_images, n_pads, labels, &ids,
+                                                     &n, &drop, pad_at);
+    if (s) return s;
+    for (int i = 0; i < n_images; i++)
+        spans[i] = (sdc_qwen25vl_llm_span){pad_at[i], n_pads[i], embeds[i]};
+    int hidden = sdc_qwen25vl_llm_get_config(m)->hidden;
+    float *h = malloc((size_t)(n - drop) * hidden * sizeof *h);
+    s = h ? sdc_qwen25vl_llm_encode_spans(m, be, ids, n, drop, 0, spans, n_images, h, cb, cb_user)
+          : sdc_fail(SDC_ERR_NO_MEMORY, "qwen-image-edit prompt: %d tokens", n);
+    free(ids);
+    if (s) {
+        free(h);
+        return s;
+    }
+    *out = h;
+    *n_ctx = n - drop;
+    return SDC_OK;
+}

@@ -20,7 +20,9 @@
 #include <stdint.h>
 
 #include "core/backend.h"
+#include "models/qwen25vl_llm.h"
 #include "models/weights.h"
+#include "text/qwen2_tokenizer.h"
 
 typedef struct sdc_qwen25vl_vision_config {
     int n_layers, hidden, n_heads, head_dim, mlp, out_hidden;
@@ -62,5 +64,35 @@ void sdc_qwen25vl_vision_resize_dims(int w, int h, int factor, int min_pixels, i
  * tw x th, clamped to [0,1] and normalised with CLIP's mean and std. out [3][th][tw] planar. */
 sdc_status sdc_qwen25vl_vision_preprocess(const float *rgb, int w, int h, int tw, int th,
                                           float *out);
+
+/* ---- Qwen-Image-Edit conditioning (sd.cpp's QwenImageEditPlusPipeline, as diffusers'
+ * QwenImageEditPlusPipeline for Edit 2509 / 2511) ----
+ * PREFIX + for each image i "Picture i: <|vision_start|>" + one <|image_pad|> per merged
+ * patch + "<|vision_end|>", then the prompt and SUFFIX; the image pads' embeddings are
+ * replaced by the vision tower's rows (positions stay sequential, as sd.cpp), and the first
+ * 64 states are dropped (sd.cpp and diffusers drop a fixed 64). labels false: the original
+ * Qwen-Image-Edit template of diffusers' QwenImageEditPipeline (no "Picture i: "). */
+#define SDC_QWEN_IMAGE_EDIT_PROMPT_PREFIX                                                          \
+    "<|im_start|>system\nDescribe the key features of the input image (color, shape, size, "       \
+    "texture, objects, background), then explain how the user's text instruction should alter "    \
+    "or modify the image. Generate a new image that meets the user's requirements while "          \
+    "maintaining consistency with the original input where appropriate.<|im_end|>\n"               \
+    "<|im_start|>user\n"
+#define SDC_QWEN_IMAGE_EDIT_DROP_TOKENS 64
+
+/* Token ids of the Edit template for n_images images of n_pads[i] merged patches each;
+ * pad_at[i] (n_images entries) gets the row of image i's first pad. *ids malloc'd. */
+sdc_status sdc_qwen_image_edit_prompt_tokens(const sdc_qwen2_tokenizer *tok, const char *prompt,
+                                             int n_images, const int *n_pads, bool labels,
+                                             int32_t **ids, int *n, int *n_drop, int *pad_at);
+
+/* The Edit conditioning: the template above with image i's embeddings embeds[i]
+ * ([n_pads[i]][llm hidden], from sdc_qwen25vl_vision_encode) in place of its pads, the last
+ * hidden states without the first 64. *out malloc'd [*n_ctx][hidden]. */
+sdc_status sdc_qwen_image_edit_encode_prompt(sdc_qwen25vl_llm *m, sdc_backend *be,
+                                             const sdc_qwen2_tokenizer *tok, const char *prompt,
+                                             int n_images, const float *const *embeds,
+                                             const int *n_pads, bool labels, float **out,
+                                             int *n_ctx, sdc_eval_fn cb, void *cb_user);
 
 #endif
