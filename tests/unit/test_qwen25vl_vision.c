@@ -1,7 +1,7 @@
 /* Qwen2.5-VL vision tower (src/models/qwen25vl_vision.c) against tests/data/qwen_vision (made by
  * tests/golden/gen_qwen25vl_vision_ref.py): transformers' Qwen2_5_VisionTransformerPretrainedModel
  * in float64 on a small random tower (hidden 64, 4 heads of 16, 3 blocks with block 1 full
- * attention and 0, 2 windowed, window 56 px = 2x2 merged units, merger to 80), patches laid
+ * attention and 0, 2 windowed, window 56 px = 2x2 merged units, merger to 128), patches laid
  * out by transformers' Qwen2VLImageProcessor, for two images (112x84: 4 ragged windows;
  * 140x56: 3 windows):
  *  - the merged patches (what replaces the image pads), in row-major grid order;
@@ -13,12 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "core/backend.h"
 #include "models/qwen25vl_vision.h"
 #include "st_weights.h"
 #include "test_util.h"
 
-#define DATA(f) SDC_SOURCE_DIR "/tests/data/qwen_vision/" f
+#define DATA(f)  SDC_SOURCE_DIR "/tests/data/qwen_vision/" f
+#define LLM_DATA SDC_SOURCE_DIR "/tests/data/qwen_text/qwen25vl_tiny.safetensors"
+/* The Edit conditioning through the tiny LLM (states |max| 4.2): measured 2.6e-6, ~4x that.
+ * Without the vision rows (plain pad tokens' embeddings) it is of order 1 away. */
+#define TOL_EDIT 1e-5
 
 /* Max abs error against float64 (outputs |max| 2.4 .. 2.8): F32 rounding only; measured
  * 1.7e-6 / 2.0e-6, ~5x that. Every layer full attention instead is 1.2 away. */
@@ -114,6 +120,91 @@ static void preprocess(void) {
     CHECK(err <= 1e-5, "clip_preprocess: max abs err %g", err);
 }
 
+/* Vision rows of img0 and img1 spliced into 110 ids at rows 70 and 90 of the tiny LLM, rows
+ * from 64 on (the prefix from the cache), against transformers with inputs_embeds. */
+static void edit_llm(sdc_qwen25vl_vision *v, sdc_backend *be) {
+    st_weights lw;
+    sdc_weight_source lws;
+    sdc_qwen25vl_llm *llm = NULL;
+    CHECK(st_weights_open(&lw, LLM_DATA, &lws) == 0, "open %s", LLM_DATA);
+    CHECK(sdc_qwen25vl_llm_load(&lws, "", 32, &llm) == SDC_OK, "llm: %s", sdc_last_error());
+    int64_t nid = 0, nr = 0, n0 = 0, n1 = 0;
+    float *fid = st_read_f32(ref, "edit.ids", &nid), *r = st_read_f32(ref, "edit.hidden", &nr);
+    float *i0 = st_read_f32(ref, "image.img0", &n0), *i1 = st_read_f32(ref, "image.img1", &n1);
+    if (llm && fid && r && i0 && i1 && nid == 110 && nr == 46 * 128) {
+        int32_t ids[110];
+        for (int i = 0; i < 110; i++) ids[i] = (int32_t)fid[i];
+        float e0[12 * 128], e1[10 * 128], *out = malloc(46 * 128 * sizeof *out);
+        CHECK(sdc_qwen25vl_vision_encode(v, be, i0, 112, 84, e0, NULL, NULL) == SDC_OK &&
+                  sdc_qwen25vl_vision_encode(v, be, i1, 140, 56, e1, NULL, NULL) == SDC_OK,
+              "vision: %s", sdc_last_error());
+        sdc_qwen25vl_llm_span sp[2] = {{70, 12, e0}, {90, 10, e1}};
+        sdc_status s =
+            sdc_qwen25vl_llm_encode_spans(llm, be, ids, 110, 64, 0, sp, 2, out, NULL, NULL);
+        CHECK(s == SDC_OK, "encode_spans: %s", sdc_last_error());
+        double err = s ? INFINITY : t_max_abs_diff(out, r, 46 * 128);
+        printf("  edit conditioning (2 images spliced, rows 64..109): max abs err %.3g (tol "
+               "%.2g)\n",
+               err, TOL_EDIT);
+        CHECK(err <= TOL_EDIT, "edit conditioning: max abs err %g", err);
+        s = sdc_qwen25vl_llm_encode(llm, be, ids, 110, 64, 0, out, NULL, NULL);
+        err = s ? 0 : t_max_abs_diff(out, r, 46 * 128);
+        printf("  without the vision rows (wrong): max abs err %.3g\n", err);
+        CHECK(err > 100 * TOL_EDIT, "the spliced rows make no difference (%g)", err);
+        sdc_qwen25vl_llm_span bad[2] = {{60, 12, e0}, {90, 10, e1}};
+        CHECK(sdc_qwen25vl_llm_encode_spans(llm, be, ids, 110, 64, 0, bad, 2, out, NULL, NULL) !=
+                  SDC_OK,
+              "a span inside the cached prefix accepted");
+        sdc_qwen25vl_llm_span over[2] = {{70, 12, e0}, {75, 10, e1}};
+        CHECK(sdc_qwen25vl_llm_encode_spans(llm, be, ids, 110, 64, 0, over, 2, out, NULL, NULL) !=
+                  SDC_OK,
+              "overlapping spans accepted");
+        free(out);
+    } else {
+        CHECK(0, "edit reference or llm missing");
+    }
+    free(fid);
+    free(r);
+    free(i0);
+    free(i1);
+    sdc_qwen25vl_llm_free(llm);
+    st_weights_close(&lw);
+}
+
+/* The Edit template with the golden set's stand-in tokenizer (skipped without it): the pads
+ * found where they were put, the states after the 64 dropped ones, spliced as above. */
+static void edit_template(void) {
+    struct stat sb;
+    if (stat(GOLDEN("qwen_image/tokenizer/tokenizer.json"), &sb) != 0) {
+        printf("  %s absent: template check skipped\n", GOLDEN("qwen_image/tokenizer"));
+        return;
+    }
+    sdc_qwen2_tokenizer *tok = NULL;
+    CHECK(sdc_qwen2_tokenizer_load(GOLDEN("qwen_image/tokenizer/tokenizer.json"), &tok) == SDC_OK,
+          "tokenizer: %s", sdc_last_error());
+    if (!tok) return;
+    int32_t pad = sdc_qwen2_tokenizer_find(tok, "<|image_pad|>");
+    int32_t vs = sdc_qwen2_tokenizer_find(tok, "<|vision_start|>");
+    int32_t ve = sdc_qwen2_tokenizer_find(tok, "<|vision_end|>");
+    int pads[2] = {12, 10}, at[2] = {0, 0}, n = 0, drop = 0;
+    int32_t *ids = NULL;
+    for (int labels = 0; labels < 2; labels++) {
+        sdc_status s = sdc_qwen_image_edit_prompt_tokens(tok, "make it blue", 2, pads, labels, &ids,
+                                                         &n, &drop, at);
+        CHECK(s == SDC_OK, "edit tokens: %s", sdc_last_error());
+        if (s) continue;
+        int npad = 0;
+        for (int i = 0; i < n; i++) npad += ids[i] == pad;
+        printf("  edit template (labels %d): %d ids, drop %d, pads at %d and %d, %d pads\n", labels,
+               n, drop, at[0], at[1], npad);
+        CHECK(drop == 64 && npad == 22 && at[0] > 64 && ids[at[0] - 1] == vs &&
+                  ids[at[0] + 12] == ve && ids[at[1] - 1] == vs && ids[at[1] + 10] == ve,
+              "edit template layout");
+        free(ids);
+    }
+    sdc_qwen2_tokenizer_free(tok);
+}
+
 int main(void) {
     resize_rule();
     preprocess();
@@ -140,19 +231,21 @@ int main(void) {
                c->n_layers, c->hidden, c->n_heads, c->head_dim, c->mlp, c->out_hidden,
                c->temporal_patch, c->patch, c->merge, c->window);
         CHECK(c->n_layers == 3 && c->hidden == 64 && c->n_heads == 4 && c->mlp == 96 &&
-                  c->out_hidden == 80 && c->patch == 14 && c->temporal_patch == 2,
+                  c->out_hidden == 128 && c->patch == 14 && c->temporal_patch == 2,
               "tiny config");
         run_case(m, be, "img0", 112, 84, TOL, "window attention");
         run_case(m, be, "img1", 140, 56, TOL, "window attention");
         /* all layers full: the windows must make a difference the test can see */
         double e = run_case(mf, be, "img0", 112, 84, 0, "all full attention (wrong)");
         CHECK(e > 100 * TOL, "full attention everywhere matches the reference (%g)", e);
-        float img[28 * 28 * 3] = {0}, out[80];
+        edit_llm(m, be);
+        float img[28 * 28 * 3] = {0}, out[128];
         CHECK(sdc_qwen25vl_vision_encode(m, be, img, 28, 27, out, NULL, NULL) != SDC_OK,
               "27 rows accepted");
         CHECK(sdc_qwen25vl_vision_encode(m, be, img, 28, 28, out, NULL, NULL) == SDC_OK,
               "one 28x28 image: %s", sdc_last_error());
     }
+    edit_template();
     sdc_qwen25vl_vision_free(m);
     sdc_qwen25vl_vision_free(mf);
     st_weights_close(&sw);
