@@ -22,9 +22,9 @@
 
 #define DATA(f)  SDC_SOURCE_DIR "/tests/data/qwen_vision/" f
 #define LLM_DATA SDC_SOURCE_DIR "/tests/data/qwen_text/qwen25vl_tiny.safetensors"
-/* The Edit conditioning through the tiny LLM (states |max| 4.2): measured 2.6e-6, ~4x that.
+/* The Edit conditioning through the tiny LLM (states |max| 4.2): measured 5.7e-6, ~4x that.
  * Without the vision rows (plain pad tokens' embeddings) it is of order 1 away. */
-#define TOL_EDIT 1e-5
+#define TOL_EDIT 2.5e-5
 
 /* Max abs error against float64 (outputs |max| 2.4 .. 2.8): F32 rounding only; measured
  * 1.7e-6 / 2.0e-6, ~5x that. Every layer full attention instead is 1.2 away. */
