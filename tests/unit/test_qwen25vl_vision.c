@@ -245,6 +245,20 @@ int main(void) {
         CHECK(sdc_qwen25vl_vision_encode(m, be, img, 28, 28, out, NULL, NULL) == SDC_OK,
               "one 28x28 image: %s", sdc_last_error());
     }
+    /* a misshapen tensor, and the real models' head_dim 80 on a 64-wide tower: refused */
+    for (int i = 0; i < sw.n; i++)
+        if (!strcmp(sw.t[i].name, "visual.blocks.1.attn.proj.bias")) {
+            sdc_qwen25vl_vision *bad = NULL;
+            sw.t[i].ne[0]--;
+            CHECK(sdc_qwen25vl_vision_load(&ws, "", 16, 56, 2, &bad) != SDC_OK && !bad,
+                  "misshapen proj.bias accepted");
+            printf("  rejects a misshapen tensor: %s\n", sdc_last_error());
+            sw.t[i].ne[0]++;
+        }
+    sdc_qwen25vl_vision *bad = NULL;
+    CHECK(sdc_qwen25vl_vision_load(&ws, "", 0, 0, 0, &bad) != SDC_OK && !bad,
+          "head_dim 80 on width 64 accepted");
+    printf("  rejects the default head_dim here: %s\n", sdc_last_error());
     edit_template();
     sdc_qwen25vl_vision_free(m);
     sdc_qwen25vl_vision_free(mf);
