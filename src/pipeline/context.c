@@ -265,7 +265,7 @@ void sdc_context_end_phase(sdc_context *ctx, sdc_module m) {
     /* asked for a device or host RAM: the weights stay resident for the next generation;
      * by default each module's mapped file pages go when its phase ends (the phases never
      * overlap, so peak RSS is the largest phase, not the sum; the pages come back from the
-     * page cache, ~0.1 s per GiB); converted weights stay; "disk": converted ones go too */
+     * page cache, ~0.3 s per GiB); converted weights stay; "disk": converted ones go too */
     if (pl->params_given && pl->params != SDC_PARAMS_DISK) return;
     for (int i = 0; i < sdc_loader_tensor_count(ctx->weights); i++) {
         sdc_tensor *t = sdc_loader_tensor_at(ctx->weights, i);
