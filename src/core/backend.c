@@ -20,8 +20,9 @@ sdc_status sdc_backend_graph_alloc(sdc_backend *b, sdc_graph *g) {
 /* Checks a set/get of t's bytes [offset, offset+size) from backend b. *host: the bytes are
  * host memory (copied here); else they lie in b's own buffer (b copies). A tensor in
  * another device's buffer is an error. */
-static sdc_status check_io(const sdc_backend *b, const sdc_tensor *t, size_t offset, size_t size,
-                           const char *what, bool *host) {
+static sdc_status check_io(sdc_backend *b, const sdc_tensor *t, size_t offset, size_t size,
+                           const char *what, bool *host, sdc_backend **via) {
+    *via = b;
     if (!t) return sdc_fail(SDC_ERR_INVALID_ARG, "%s: no tensor", what);
     size_t n = sdc_tensor_nbytes(t);
     if (offset > n || size > n - offset) {
@@ -36,6 +37,10 @@ static sdc_status check_io(const sdc_backend *b, const sdc_tensor *t, size_t off
                         t->name);
     const sdc_backend *owner = t->buffer ? t->buffer->backend : NULL;
     *host = !owner || (owner != b && sdc_buffer_is_host(t->buffer));
+    if (!*host && owner != b && b->iface->contains && b->iface->contains(b, owner)) {
+        *via = (sdc_backend *)owner; /* a part of b (a split's device) */
+        return SDC_OK;
+    }
     if (!*host && owner != b)
         return sdc_fail(SDC_ERR_INVALID_ARG, "%s: tensor '%s' lives in %s's %s buffer, not %s's",
                         what, t->name, sdc_backend_name(owner),
@@ -46,7 +51,8 @@ static sdc_status check_io(const sdc_backend *b, const sdc_tensor *t, size_t off
 sdc_status sdc_backend_tensor_set(sdc_backend *b, sdc_tensor *t, const void *src, size_t offset,
                                   size_t size) {
     bool host;
-    sdc_status s = check_io(b, t, offset, size, "tensor_set", &host);
+    sdc_backend *via;
+    sdc_status s = check_io(b, t, offset, size, "tensor_set", &host, &via);
     if (s != SDC_OK) return s;
     if (t->buffer && t->buffer->usage == SDC_BUFFER_HOST_MAPPED)
         return sdc_fail(SDC_ERR_INVALID_ARG, "tensor_set: tensor '%s' is a read-only file mapping",
@@ -56,20 +62,21 @@ sdc_status sdc_backend_tensor_set(sdc_backend *b, sdc_tensor *t, const void *src
         memcpy((char *)t->data + offset, src, size);
         return SDC_OK;
     }
-    return b->iface->tensor_set(b, t, src, offset, size);
+    return via->iface->tensor_set(via, t, src, offset, size);
 }
 
 sdc_status sdc_backend_tensor_get(sdc_backend *b, const sdc_tensor *t, void *dst, size_t offset,
                                   size_t size) {
     bool host;
-    sdc_status s = check_io(b, t, offset, size, "tensor_get", &host);
+    sdc_backend *via;
+    sdc_status s = check_io(b, t, offset, size, "tensor_get", &host, &via);
     if (s != SDC_OK) return s;
     if (!size) return SDC_OK;
     if (host) {
         memcpy(dst, (const char *)t->data + offset, size);
         return SDC_OK;
     }
-    return b->iface->tensor_get(b, t, dst, offset, size);
+    return via->iface->tensor_get(via, t, dst, offset, size);
 }
 
 sdc_status sdc_backend_set_inputs(sdc_backend *b, sdc_graph *g, const sdc_input_data *in, int n) {

@@ -41,6 +41,9 @@ typedef struct sdc_backend_iface {
     bool (*tensor_use_host)(sdc_backend *b, sdc_tensor *t, void *host, size_t size);
     /* whether memory from alloc is host memory (the host may dereference it) */
     bool host_memory;
+    /* A backend made of others (a split): true when `other` is one of them, so reads and
+     * writes of tensors in other's memory go through `other`. NULL: none. */
+    bool (*contains)(const sdc_backend *b, const sdc_backend *other);
 } sdc_backend_iface;
 
 struct sdc_backend {
@@ -87,6 +90,9 @@ sdc_status sdc_backend_set_inputs(sdc_backend *b, sdc_graph *g, const sdc_input_
 
 /* The CPU backend with n_threads workers (<= 0: all cores). */
 sdc_backend *sdc_backend_cpu_create(int n_threads);
+/* Scratch budget of a CPU backend standing for a budgeted device (--max-vram): a graph
+ * whose planned scratch exceeds it fails with SDC_ERR_NO_MEMORY naming the device (0: none). */
+void sdc_backend_cpu_set_budget(sdc_backend *b, const char *device, size_t bytes);
 /* Last compute's planner figures (CPU). */
 sdc_plan_stats sdc_backend_cpu_last_plan(const sdc_backend *b);
 

@@ -193,6 +193,9 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
 #if defined(SDC_HAVE_X86)
     if (sdc_cpu_isa() >= SDC_ISA_AVX2) block_fn = sdc_attn_block_avx2;
 #endif
+#if defined(__aarch64__)
+    if (sdc_cpu_isa() == SDC_ISA_NEON) block_fn = sdc_attn_block_neon;
+#endif
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;
     for (int64_t kv0 = 0; kv0 < nkv; kv0 += a.hb) {

@@ -36,5 +36,6 @@ static inline int64_t sdc_attn_v_index(int64_t lkp, int64_t j, int64_t e) {
 
 void sdc_attn_block_scalar(const sdc_attn_block *b);
 void sdc_attn_block_avx2(const sdc_attn_block *b);
+void sdc_attn_block_neon(const sdc_attn_block *b);
 
 #endif

@@ -28,6 +28,8 @@ typedef struct cpu_backend {
     sdc_buffer *scratch;      /* planned inputs, intermediates and the per-node work area */
     unsigned long generation; /* bumped by every graph allocation into scratch */
     sdc_plan_stats last_plan;
+    size_t budget; /* largest scratch allowed (a device's --max-vram), 0 = none */
+    char label[32];
 } cpu_backend;
 
 typedef struct run_state {
@@ -178,6 +180,11 @@ static sdc_status cpu_graph_alloc(sdc_backend *b, sdc_graph *g) {
     if ((s = sdc_graph_plan(g, SDC_CPU_ALIGN, node_work_size, &wc, &st)) != SDC_OK) return s;
     size_t work_off = (st.scratch_bytes + SDC_CPU_ALIGN - 1) / SDC_CPU_ALIGN * SDC_CPU_ALIGN;
     size_t need = work_off + st.work_bytes + SDC_CPU_ALIGN;
+    if (c->budget && need > c->budget)
+        return sdc_fail(SDC_ERR_NO_MEMORY,
+                        "%s: the graph needs %.1f MiB of scratch, over the device's budget of "
+                        "%.1f MiB",
+                        c->label[0] ? c->label : "cpu", need / 1048576.0, c->budget / 1048576.0);
     if (!c->scratch || need > c->scratch->size) {
         sdc_buffer_free(c->scratch);
         c->scratch = NULL;
@@ -279,6 +286,12 @@ fail:
     free(c);
     sdc_fail(SDC_ERR_NO_MEMORY, "cpu: cannot create backend");
     return NULL;
+}
+
+void sdc_backend_cpu_set_budget(sdc_backend *b, const char *device, size_t bytes) {
+    cpu_backend *c = b->impl;
+    c->budget = bytes;
+    snprintf(c->label, sizeof c->label, "%s", device ? device : "cpu");
 }
 
 sdc_plan_stats sdc_backend_cpu_last_plan(const sdc_backend *b) {

@@ -31,6 +31,8 @@ static sdc_isa detect(void) {
     return isa;
 }
 #elif defined(__aarch64__)
+/* ASIMD is baseline on AArch64 and the *_neon.c kernels use no optional extension (no
+ * FP16 arithmetic, no dotprod), so there is nothing to probe with getauxval. */
 static sdc_isa detect(void) {
     return SDC_ISA_NEON;
 }

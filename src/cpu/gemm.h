@@ -46,6 +46,7 @@ const sdc_gemm_kernels *sdc_gemm_kernels_for(sdc_isa isa);
 void sdc_gemm_kernels_init_scalar(sdc_gemm_kernels *k);
 void sdc_gemm_kernels_init_avx(sdc_gemm_kernels *k);
 void sdc_gemm_kernels_init_avx2(sdc_gemm_kernels *k);
+void sdc_gemm_kernels_init_neon(sdc_gemm_kernels *k);
 
 /* A weight matrix: n rows of k elements of `type`, row r at data + r * row_bytes. */
 typedef struct sdc_gemm_weight {

@@ -32,6 +32,9 @@ static atomic_int g_kern_ready;
 static void init_all(void) {
     sdc_gemm_kernels_init_scalar(&g_kern[SDC_ISA_SCALAR]);
     g_kern[SDC_ISA_NEON] = g_kern[SDC_ISA_SCALAR];
+#if defined(__aarch64__)
+    sdc_gemm_kernels_init_neon(&g_kern[SDC_ISA_NEON]);
+#endif
     g_kern[SDC_ISA_AVX] = g_kern[SDC_ISA_SCALAR];
 #if defined(SDC_HAVE_X86)
     sdc_gemm_kernels_init_avx(&g_kern[SDC_ISA_AVX]);

@@ -179,6 +179,9 @@ void sdc_cpu_unary(const sdc_cpu_params *p, sdc_tensor *dst) {
 #if defined(SDC_HAVE_X86)
     if (sdc_cpu_isa() >= SDC_ISA_AVX2) row_fn = sdc_unary_row_avx2;
 #endif
+#if defined(__aarch64__)
+    if (sdc_cpu_isa() == SDC_ISA_NEON) row_fn = sdc_unary_row_neon;
+#endif
     int64_t lo, hi;
     sdc_split_rows(p, dst, &lo, &hi);
     float *tmp = NULL, buf[256];

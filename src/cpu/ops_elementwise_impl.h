@@ -9,6 +9,7 @@ typedef void (*sdc_unary_row_fn)(sdc_op op, float *d, const float *a, int64_t n,
                                  float f1);
 void sdc_unary_row_scalar(sdc_op op, float *d, const float *a, int64_t n, float f0, float f1);
 void sdc_unary_row_avx2(sdc_op op, float *d, const float *a, int64_t n, float f0, float f1);
+void sdc_unary_row_neon(sdc_op op, float *d, const float *a, int64_t n, float f0, float f1);
 float sdc_gelu_tanh_ref(float x);
 
 #endif

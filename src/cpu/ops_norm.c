@@ -10,11 +10,13 @@
 static bool use_avx2(void) {
 #if defined(SDC_HAVE_X86)
     return sdc_cpu_isa() >= SDC_ISA_AVX2;
+#elif defined(__aarch64__) /* the NEON rows (ops_norm_impl.h maps the names) */
+    return sdc_cpu_isa() == SDC_ISA_NEON;
 #else
     return false;
 #endif
 }
-#if !defined(SDC_HAVE_X86) /* never called there; keeps the calls below linkable */
+#if !defined(SDC_HAVE_X86) && !defined(__aarch64__) /* never called; keeps the calls linkable */
 void sdc_rms_row_avx2(float *d, const float *x, int64_t n, const float *w, float eps) {}
 void sdc_layer_row_avx2(float *d, const float *x, int64_t n, const float *w, const float *b,
                         float eps) {}

@@ -17,4 +17,22 @@ double sdc_sum_avx2(const float *x, int64_t n);
 double sdc_sum_sq_dev_avx2(const float *x, int64_t n, float mean);
 void sdc_scale_shift_avx2(float *d, const float *x, int64_t n, float mean, float k, float off);
 
+#if defined(__aarch64__)
+/* ops_norm_neon.c: the same rows in ASIMD. ops_norm.c calls its SIMD rows by the AVX2
+ * names; on AArch64 those names are these (no x86 file is compiled there). */
+void sdc_rms_row_neon(float *d, const float *x, int64_t n, const float *w, float eps);
+void sdc_layer_row_neon(float *d, const float *x, int64_t n, const float *w, const float *b,
+                        float eps);
+void sdc_softmax_row_neon(float *d, int64_t n);
+double sdc_sum_neon(const float *x, int64_t n);
+double sdc_sum_sq_dev_neon(const float *x, int64_t n, float mean);
+void sdc_scale_shift_neon(float *d, const float *x, int64_t n, float mean, float k, float off);
+#define sdc_rms_row_avx2     sdc_rms_row_neon
+#define sdc_layer_row_avx2   sdc_layer_row_neon
+#define sdc_softmax_row_avx2 sdc_softmax_row_neon
+#define sdc_sum_avx2         sdc_sum_neon
+#define sdc_sum_sq_dev_avx2  sdc_sum_sq_dev_neon
+#define sdc_scale_shift_avx2 sdc_scale_shift_neon
+#endif
+
 #endif

@@ -2,6 +2,9 @@
  * (VAE::get_tile_sizes) and the smootherstep blend (sd_tensor_merge_2d), non-circular. */
 #include "models/vae_tiling.h"
 
+#include "core/log.h"
+#include "sdc.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -195,4 +198,22 @@ sdc_status sdc_tiled_apply(const float *in, int c_in, int w, int h, int c_out, i
     free(tin);
     free(tout);
     return s;
+}
+
+sdc_status sdc_tiled_retry(const float *in, int c_in, int w, int h, int c_out, int scale_num,
+                           int scale_den, const sdc_tiling *t, sdc_tile_fn fn, void *user,
+                           float *out, const char *what) {
+    sdc_status s = fn(user, in, w, h, out);
+    if (s != SDC_ERR_NO_MEMORY) return s;
+    SDC_LOGW("%s: out of memory (%s); retrying once with tiling", what ? what : "vae",
+             sdc_last_error());
+    sdc_tiling def;
+    if (!t) {
+        const int lw = scale_num > scale_den ? w : w * scale_num / scale_den;
+        const int lh = scale_num > scale_den ? h : h * scale_num / scale_den;
+        s = sdc_tiling_from_flags(NULL, NULL, 0.5f, lw, lh, &def);
+        if (s != SDC_OK) return s;
+        t = &def;
+    }
+    return sdc_tiled_apply(in, c_in, w, h, c_out, scale_num, scale_den, t, fn, user, out);
 }

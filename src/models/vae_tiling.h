@@ -47,6 +47,13 @@ sdc_status sdc_tiled_apply(const float *in, int c_in, int w, int h, int c_out, i
                            int scale_den, const sdc_tiling *t, sdc_tile_fn fn, void *user,
                            float *out);
 
+/* Runs fn once on the whole input; if that fails for lack of memory (SDC_ERR_NO_MEMORY: a
+ * device allocation, or a CPU backend's budget), logs a warning naming `what` and runs it once
+ * more tiled with t (sd.cpp's default tiling when t is NULL: 32-cell tiles, overlap 0.5). */
+sdc_status sdc_tiled_retry(const float *in, int c_in, int w, int h, int c_out, int scale_num,
+                           int scale_den, const sdc_tiling *t, sdc_tile_fn fn, void *user,
+                           float *out, const char *what);
+
 /* Tile count and adjusted overlap of one side (sd.cpp's sd_tiling_calc_tiles), for tests and logs.
  */
 void sdc_tiling_calc(int small_dim, int tile, float overlap, int *n_tiles, float *overlap_out);

@@ -310,12 +310,16 @@ static sdc_status vae_run(sd_family *f, const sdc_stage_env *env, bool decode, c
                           int w, int h, float *out) {
     const sdc_vae_config *vc = sdc_vae_get_config(f->vae);
     tile_job j = {f, env, decode};
-    if (!f->tiling_on) return tile_run(&j, in, w, h, out);
     sdc_tiling t;
     /* tile sizes count latent cells, also when encoding pixels (sd.cpp doubles them there) */
     int lw = decode ? w : w / 8, lh = decode ? h : h / 8;
     sdc_status s = sdc_tiling_from_flags_ex(f->tile_size, f->tile_relative, f->tile_overlap,
                                             decode ? 1.0f : 2.0f, lw, lh, &t);
+    if (!f->tiling_on) /* whole, and tiled once more if that runs out of memory */
+        return sdc_tiled_retry(in, decode ? vc->z_channels : 3, w, h,
+                               decode ? 3 : 2 * vc->z_channels, decode ? 8 : 1, decode ? 1 : 8,
+                               s == SDC_OK ? &t : NULL, tile_run, &j, out,
+                               decode ? "vae decode" : "vae encode");
     if (s != SDC_OK) return s;
     return sdc_tiled_apply(in, decode ? vc->z_channels : 3, w, h, decode ? 3 : 2 * vc->z_channels,
                            decode ? 8 : 1, decode ? 1 : 8, &t, tile_run, &j, out);

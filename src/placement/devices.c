@@ -1,6 +1,9 @@
 /* The device registry: the CPU device(s) and, later, registered accelerators. One static
  * table guarded by a mutex; entries are rewritten in place so pointers stay valid. */
 #include "placement/devices.h"
+#ifdef SDC_HAVE_CUDA
+#include "cuda/backend_cuda.h"
+#endif
 
 #include <ctype.h>
 #include <math.h>
@@ -136,10 +139,15 @@ static void make_cpu_devices(int n, bool split) {
     }
 }
 
+static int register_device(const sdc_device *d, const sdc_device_ops *ops, void *user);
+
 static void init_once(void) {
     pthread_mutex_lock(&g_mu);
     make_cpu_devices(1, false);
     pthread_mutex_unlock(&g_mu);
+#ifdef SDC_HAVE_CUDA
+    sdc_cuda_add_devices(register_device); /* every visible GPU, after the CPU */
+#endif
 }
 
 static void ensure_init(void) {
@@ -363,8 +371,7 @@ sdc_status sdc_devices_apply_max_vram(const char *spec) {
 
 /* ---- accelerators ---- */
 
-int sdc_devices_register(const sdc_device *d, const sdc_device_ops *ops, void *user) {
-    ensure_init();
+static int register_device(const sdc_device *d, const sdc_device_ops *ops, void *user) {
     if (!d || !d->name[0]) {
         sdc_fail(SDC_ERR_INVALID_ARG, "device registration without a name");
         return -1;
@@ -393,6 +400,11 @@ int sdc_devices_register(const sdc_device *d, const sdc_device_ops *ops, void *u
 done:
     pthread_mutex_unlock(&g_mu);
     return idx;
+}
+
+int sdc_devices_register(const sdc_device *d, const sdc_device_ops *ops, void *user) {
+    ensure_init();
+    return register_device(d, ops, user);
 }
 
 void sdc_devices_unregister_all(void) {

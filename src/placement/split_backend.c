@@ -149,17 +149,35 @@ static sdc_status split_graph_alloc(sdc_backend *b, sdc_graph *g) {
     return SDC_OK;
 }
 
+/* The split's own buffers (its inputs) come from the main device's alloc: its entries move
+ * their bytes; memory of another device goes through that device. */
+static sdc_backend *io_backend(sdc_backend *b, const sdc_tensor *t) {
+    const sdc_backend *o = t->buffer ? t->buffer->backend : NULL;
+    return o && o != b ? (sdc_backend *)o : ((split_impl *)b->impl)->d[0].be;
+}
 static sdc_status split_tensor_set(sdc_backend *b, sdc_tensor *t, const void *src, size_t offset,
                                    size_t size) {
-    (void)b;
-    memcpy((char *)t->data + offset, src, size);
-    return SDC_OK;
+    sdc_backend *m = io_backend(b, t);
+    if (m->iface->host_memory) {
+        memcpy((char *)t->data + offset, src, size);
+        return SDC_OK;
+    }
+    return m->iface->tensor_set(m, t, src, offset, size);
 }
 static sdc_status split_tensor_get(sdc_backend *b, const sdc_tensor *t, void *dst, size_t offset,
                                    size_t size) {
-    (void)b;
-    memcpy(dst, (const char *)t->data + offset, size);
-    return SDC_OK;
+    sdc_backend *m = io_backend(b, t);
+    if (m->iface->host_memory) {
+        memcpy(dst, (const char *)t->data + offset, size);
+        return SDC_OK;
+    }
+    return m->iface->tensor_get(m, t, dst, offset, size);
+}
+static bool split_contains(const sdc_backend *b, const sdc_backend *other) {
+    const split_impl *S = b->impl;
+    for (int i = 0; i < S->n; i++)
+        if (S->d[i].be == other) return true;
+    return false;
 }
 static bool split_use_host(sdc_backend *b, sdc_tensor *t, void *host, size_t size) {
     sdc_backend *m = ((split_impl *)b->impl)->d[0].be;
@@ -829,8 +847,29 @@ static const sdc_backend_iface g_split_iface = {
     .tensor_set = split_tensor_set,
     .tensor_get = split_tensor_get,
     .tensor_use_host = split_use_host,
-    .host_memory = true, /* every child computes on host memory (checked at creation) */
+    .host_memory = true, /* every child computes on host memory */
+    .contains = split_contains,
 };
+/* the same over devices with their own memory (GPUs) */
+static const sdc_backend_iface g_split_dev_iface = {
+    .name = split_name,
+    .free = split_free,
+    .alloc = split_alloc,
+    .release = split_release,
+    .supports_op = split_supports,
+    .compute = split_compute,
+    .memory = split_memory,
+    .graph_alloc = split_graph_alloc,
+    .tensor_set = split_tensor_set,
+    .tensor_get = split_tensor_get,
+    .tensor_use_host = split_use_host,
+    .host_memory = false,
+    .contains = split_contains,
+};
+
+static bool is_split(const sdc_backend *b) {
+    return b && (b->iface == &g_split_iface || b->iface == &g_split_dev_iface);
+}
 
 sdc_backend *sdc_split_backend_create(const char *label, sdc_backend *const *children,
                                       const int *devices, int n) {
@@ -838,18 +877,13 @@ sdc_backend *sdc_split_backend_create(const char *label, sdc_backend *const *chi
         sdc_fail(SDC_ERR_INVALID_ARG, "split: %d devices (2 to %d)", n, SDC_MAX_SPLIT);
         return NULL;
     }
+    bool host = true;
     for (int i = 0; i < n; i++) {
         if (!children[i] || !sdc_devices_get(devices[i])) {
             sdc_fail(SDC_ERR_INVALID_ARG, "split: no backend or device %d", i);
             return NULL;
         }
-        if (!children[i]->iface->host_memory) {
-            sdc_fail(SDC_ERR_UNSUPPORTED,
-                     "split: %s: splitting across devices with their own memory is not "
-                     "implemented yet",
-                     sdc_devices_get(devices[i])->name);
-            return NULL;
-        }
+        host = host && children[i]->iface->host_memory;
     }
     sdc_backend *b = calloc(1, sizeof *b);
     split_impl *S = calloc(1, sizeof *S);
@@ -862,22 +896,22 @@ sdc_backend *sdc_split_backend_create(const char *label, sdc_backend *const *chi
     S->n = n;
     for (int i = 0; i < n; i++)
         S->d[i] = (split_dev){children[i], sdc_devices_get(devices[i]), NULL};
-    b->iface = &g_split_iface;
+    b->iface = host ? &g_split_iface : &g_split_dev_iface;
     b->impl = S;
     return b;
 }
 
 void sdc_split_backend_set_mode(sdc_backend *b, sdc_split_mode mode) {
-    if (b && b->iface == &g_split_iface) ((split_impl *)b->impl)->mode = mode;
+    if (b && is_split(b)) ((split_impl *)b->impl)->mode = mode;
 }
 
 bool sdc_split_backend_stats(const sdc_backend *b, sdc_split_stats *out) {
-    if (!b || b->iface != &g_split_iface) return false;
+    if (!b || !is_split(b)) return false;
     *out = ((const split_impl *)b->impl)->stats;
     return true;
 }
 
 const char *sdc_split_backend_describe(const sdc_backend *b) {
-    if (!b || b->iface != &g_split_iface) return "";
+    if (!b || !is_split(b)) return "";
     return ((const split_impl *)b->impl)->desc;
 }

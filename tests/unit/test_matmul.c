@@ -236,6 +236,7 @@ int main(void) {
     g_isas[g_nisa++] = SDC_ISA_SCALAR;
     if (top >= SDC_ISA_AVX && top != SDC_ISA_NEON) g_isas[g_nisa++] = SDC_ISA_AVX;
     if (top >= SDC_ISA_AVX2 && top != SDC_ISA_NEON) g_isas[g_nisa++] = SDC_ISA_AVX2;
+    if (top == SDC_ISA_NEON) g_isas[g_nisa++] = SDC_ISA_NEON;
     printf("ISA levels tested:");
     for (int i = 0; i < g_nisa; i++) printf(" %s", sdc_isa_name((sdc_isa)g_isas[i]));
     printf("\n");

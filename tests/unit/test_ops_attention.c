@@ -89,8 +89,11 @@ static void run_cfg(const cfg *c) {
                     r[e] = sum > 0 ? o / sum : 0;
                 }
             }
-    const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
-    const int n_isa = sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1;
+    const sdc_isa isas[2] = {SDC_ISA_SCALAR,
+                             sdc_cpu_isa_supported() == SDC_ISA_NEON ? SDC_ISA_NEON : SDC_ISA_AVX2};
+    const int n_isa =
+        (sdc_cpu_isa_supported() >= SDC_ISA_AVX2 || sdc_cpu_isa_supported() == SDC_ISA_NEON) ? 2
+                                                                                             : 1;
     for (int ii = 0; ii < n_isa; ii++)
         for (int run = 0; run < 4; run++) {
             /* 1 thread, 3 shares in sequence, pools of 2 and 3 */

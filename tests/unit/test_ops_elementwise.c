@@ -114,8 +114,11 @@ static void test_unary(void) {
                             SDC_OP_SQRT,  SDC_OP_EXP,     SDC_OP_CLAMP};
     const char *names[11] = {"scale", "gelu", "gelu_erf", "silu", "relu", "sigmoid",
                              "tanh",  "sqr",  "sqrt",     "exp",  "clamp"};
-    const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
-    const int n_isa = sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1;
+    const sdc_isa isas[2] = {SDC_ISA_SCALAR,
+                             sdc_cpu_isa_supported() == SDC_ISA_NEON ? SDC_ISA_NEON : SDC_ISA_AVX2};
+    const int n_isa =
+        (sdc_cpu_isa_supported() >= SDC_ISA_AVX2 || sdc_cpu_isa_supported() == SDC_ISA_NEON) ? 2
+                                                                                             : 1;
     for (int ii = 0; ii < n_isa; ii++) {
         sdc_cpu_set_isa(isas[ii]);
         for (int oi = 0; oi < 11; oi++)
@@ -161,8 +164,13 @@ static void test_unary(void) {
  * saturates at e^88, so sigmoid(-inf) is 6e-39 there). */
 static void test_unary_nan(void) {
     const sdc_op ops[4] = {SDC_OP_EXP, SDC_OP_SIGMOID, SDC_OP_GELU, SDC_OP_SILU};
-    const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
-    for (int ii = 0; ii < (sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1); ii++) {
+    const sdc_isa isas[2] = {SDC_ISA_SCALAR,
+                             sdc_cpu_isa_supported() == SDC_ISA_NEON ? SDC_ISA_NEON : SDC_ISA_AVX2};
+    for (int ii = 0;
+         ii < ((sdc_cpu_isa_supported() >= SDC_ISA_AVX2 || sdc_cpu_isa_supported() == SDC_ISA_NEON)
+                   ? 2
+                   : 1);
+         ii++) {
         sdc_cpu_set_isa(isas[ii]);
         for (int oi = 0; oi < 4; oi++) {
             sdc_tensor *a = t_new(SDC_TYPE_F32, 16, 1, 1, 1);

@@ -167,8 +167,11 @@ static void test_group_norm(void) {
 }
 
 int main(void) {
-    const sdc_isa isas[2] = {SDC_ISA_SCALAR, SDC_ISA_AVX2};
-    const int n_isa = sdc_cpu_isa_supported() >= SDC_ISA_AVX2 ? 2 : 1;
+    const sdc_isa isas[2] = {SDC_ISA_SCALAR,
+                             sdc_cpu_isa_supported() == SDC_ISA_NEON ? SDC_ISA_NEON : SDC_ISA_AVX2};
+    const int n_isa =
+        (sdc_cpu_isa_supported() >= SDC_ISA_AVX2 || sdc_cpu_isa_supported() == SDC_ISA_NEON) ? 2
+                                                                                             : 1;
     for (int i = 0; i < n_isa; i++) {
         sdc_cpu_set_isa(isas[i]);
         printf("-- isa %s\n", sdc_isa_name(isas[i]));

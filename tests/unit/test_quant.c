@@ -55,11 +55,12 @@ static long count_diff_floats(const float *a, const float *b, long n) {
     return bad;
 }
 
-/* Which ISA levels to run dequantisation under: scalar, and AVX2 where the CPU has it. */
+/* Which ISA levels to run dequantisation under: scalar, and AVX2 or NEON where the CPU has it. */
 static int isa_levels(sdc_isa *out) {
     int n = 0;
     out[n++] = SDC_ISA_SCALAR;
     if (sdc_cpu_isa_supported() >= SDC_ISA_AVX2) out[n++] = SDC_ISA_AVX2;
+    if (sdc_cpu_isa_supported() == SDC_ISA_NEON) out[n++] = SDC_ISA_NEON;
     return n;
 }
 
@@ -123,7 +124,7 @@ static void golden_matrix(const sdc_st_file *f, const char *m, int rows, int col
             printf("  %-6s %-5s %-7s bytes differing %ld/%zu, dequant floats differing %ld/%ld "
                    "(scalar) %ld (%s)\n",
                    m, tn, var, bad_bytes, q_bytes, bad_vals[0], nval, bad_vals[n_isa - 1],
-                   n_isa > 1 ? "avx2" : "no avx2");
+                   n_isa > 1 ? sdc_isa_name(isas[n_isa - 1]) : "no simd");
             free(q);
             free(deq);
             free(want_q);

@@ -27,11 +27,16 @@ static void test_table_follows_isa(void) {
     } else {
         CHECK(t == NULL, "no AVX2: a table is in use");
     }
+#elif defined(__aarch64__)
+    CHECK(have == SDC_ISA_NEON, "aarch64: ASIMD is baseline, detected %s", sdc_isa_name(have));
+    CHECK(t && t->dequant_q4_0 && t->dequant_q8_0 && t->dequant_q4_K && t->dequant_q6_K &&
+              t->f16_to_f32 && t->bf16_to_f32,
+          "aarch64: the NEON table is not (fully) registered");
 #else
-    CHECK(t == NULL, "non-x86: a table is in use");
+    CHECK(t == NULL, "no SIMD variants here: a table is in use");
 #endif
     printf("ISA %s: quantiser table %s; scalar cap: none\n", sdc_isa_name(have),
-           t ? "AVX2 variants" : "none (scalar)");
+           t ? "SIMD variants" : "none (scalar)");
 }
 
 /* Quantise random rows under each level through the type traits: bytes must agree. */
