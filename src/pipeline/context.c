@@ -263,10 +263,10 @@ bool sdc_module_owns_tensor(sdc_module m, const char *name) {
 void sdc_context_end_phase(sdc_context *ctx, sdc_module m) {
     const sdc_module_place *pl = &ctx->placement.module[m];
     /* asked for a device or host RAM: the weights stay resident for the next generation;
-     * by default only the text encoders' mapped pages go (they run once per generation
-     * and re-read from the page cache at no measurable cost); "disk": any module's
-     * pages go, converted weights included */
-    if (pl->params_given ? pl->params != SDC_PARAMS_DISK : m != SDC_MODULE_TE) return;
+     * by default each module's mapped file pages go when its phase ends (the phases never
+     * overlap, so peak RSS is the largest phase, not the sum; the pages come back from the
+     * page cache, ~0.3 s per GiB); converted weights stay; "disk": converted ones go too */
+    if (pl->params_given && pl->params != SDC_PARAMS_DISK) return;
     for (int i = 0; i < sdc_loader_tensor_count(ctx->weights); i++) {
         sdc_tensor *t = sdc_loader_tensor_at(ctx->weights, i);
         if (!sdc_module_owns_tensor(m, t->name)) continue;

@@ -41,6 +41,8 @@ sdc_status sdc_stage_encode_image(sdc_context *ctx, const sdc_image *img,
     sdc_status s = fs->encode(fs->self, &ctx->env_first_stage, pixels, (int)img->width,
                               (int)img->height, noise, latent);
     free(pixels);
+    if (fs->end_phase) fs->end_phase(fs->self);
+    sdc_context_end_phase(ctx, SDC_MODULE_VAE); /* the encoder's pages are not needed in sampling */
     if (s == SDC_OK && sdc_first_non_finite(latent, shape->n) >= 0)
         s = sdc_fail(SDC_ERR_FORMAT, "init image: the first stage's encoding is not finite");
     return s;
@@ -70,6 +72,9 @@ sdc_status sdc_stage_decode(sdc_context *ctx, const float *latent, int width, in
         free(pixels);
         return sdc_fail(SDC_ERR_NO_MEMORY, "decode: out of memory");
     }
+    /* the diffusion model's pages make way for the decoder's activations (the next
+     * sampling phase reads them back from the page cache) */
+    sdc_context_end_phase(ctx, SDC_MODULE_DIFFUSION);
     sdc_status s = fs->decode(fs->self, &ctx->env_first_stage, latent, width, height, pixels);
     int64_t bad = s == SDC_OK ? sdc_first_non_finite(pixels, (int64_t)n) : -1;
     if (bad >= 0)
