@@ -383,14 +383,14 @@ class MiniT2I(nn.Module):
         img, cos, sin = self._patch_embed(x)
         rows = torch.cat([ctx, w("mask_token").reshape(1, 1, -1).expand(B, 1, -1)], 1)  # [B, Lc+1, d]
         e = F.linear(rows, w("txt_embedder.weight"))
-        j = torch.arange(Lt)[None, :]
-        idx = torch.where(j < n_real[:, None], j.clamp(max=Lc), torch.full_like(j, Lc))  # [B, 256]
+        real = (torch.arange(Lt)[None, :] < n_real[:, None])[:, None, :, None]  # [B, 1, 256, 1]
         for i in range(c["depth"]):
             b = "double_blocks.%d." % i
             iq = self._split(F.linear(rms_norm(img, w(b + "img_norm1.weight")), w(b + "img_qkv.weight"), w(b + "img_qkv.bias")))
             tkv = self._split(F.linear(rms_norm(e, w(b + "txt_norm1.weight")), w(b + "txt_qkv.weight"), w(b + "txt_qkv.bias")))
-            gi = idx[:, None, :, None].expand(B, self.heads, Lt, HEAD_DIM)
-            tk, tv = tkv[1].gather(2, gi), tkv[2].gather(2, gi)
+            pad = torch.zeros(B, self.heads, Lt - Lc, HEAD_DIM)
+            tk = torch.where(real, torch.cat([tkv[1][:, :, :Lc], pad], 2), tkv[1][:, :, Lc:])
+            tv = torch.where(real, torch.cat([tkv[2][:, :, :Lc], pad], 2), tkv[2][:, :, Lc:])
             qn, kn = w(b + "q_norm.weight"), w(b + "k_norm.weight")
             q = rope(rms_norm(iq[0], qn), cos[Lt:], sin[Lt:])
             k = rope(torch.cat([rms_norm(tk, kn), rms_norm(iq[1], kn)], 2), cos, sin)
@@ -548,14 +548,14 @@ def lr_at(step, a):
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="train sdc's demo model")
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=1800)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--lr", type=float, default=1.5e-3)
+    ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--ema", type=float, default=0.999)
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: the shared machine)")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--txt-depth", type=int, default=0, help="text preamble blocks (0: the fast path)")
@@ -566,7 +566,7 @@ def parse_args(argv=None):
     ap.add_argument("--t5-ff", type=int, default=256)
     ap.add_argument("--ckpt-dir", default="/tmp/sdc_demo_ckpt")
     ap.add_argument("--ckpt-every", type=float, default=300.0, help="seconds between checkpoints")
-    ap.add_argument("--eval-every", type=int, default=250, help="steps between held-back evaluations")
+    ap.add_argument("--eval-every", type=int, default=300, help="steps between held-back evaluations")
     ap.add_argument("--resume", help="checkpoint .pt to continue from")
     ap.add_argument("--out", help="export the final EMA weights here (models/demo)")
     ap.add_argument("--export-only", metavar="CKPT", help="export CKPT's EMA weights to --out and stop")
