@@ -568,6 +568,7 @@ def parse_args(argv=None):
     ap.add_argument("--ckpt-every", type=float, default=300.0, help="seconds between checkpoints")
     ap.add_argument("--eval-every", type=int, default=300, help="steps between held-back evaluations")
     ap.add_argument("--resume", help="checkpoint .pt to continue from")
+    ap.add_argument("--stop-at", type=int, help="save a checkpoint after this many steps and stop")
     ap.add_argument("--out", help="export the final EMA weights here (models/demo)")
     ap.add_argument("--export-only", metavar="CKPT", help="export CKPT's EMA weights to --out and stop")
     ap.add_argument("--quick", action="store_true", help="a few small steps, export, reload (CI, < 1 min)")
@@ -642,7 +643,7 @@ def main(argv=None):
         if step % 10 == 0 or step == a.steps - 1:
             print("step %5d  loss %.5f  avg %.5f  lr %.2e  %.2f s/step  %.0f s" %
                   (step, loss.item(), avg, lr_at(step, a), el / (step - start + 1), el), flush=True)
-        done = step == a.steps - 1
+        done = step == a.steps - 1 or step + 1 == a.stop_at
         if a.eval_every and ((step + 1) % a.eval_every == 0 or done):
             acc, imgs, _ = evaluate(ema)
             print("eval step %d (EMA, 32 held-back prompts, euler 8 steps cfg 4): colour %.2f shape %.2f "
@@ -655,6 +656,9 @@ def main(argv=None):
             torch.save(ck, os.path.join(a.ckpt_dir, "last.pt.part"))
             os.replace(os.path.join(a.ckpt_dir, "last.pt.part"), os.path.join(a.ckpt_dir, "last.pt"))
             last_ck = time.time()
+        if step + 1 == a.stop_at:
+            print("stopped after step %d (--stop-at)" % a.stop_at)
+            return 0
     if a.out:
         export(ema, a.out)
         print("exported EMA weights to %s" % a.out)
