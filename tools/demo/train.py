@@ -548,7 +548,7 @@ def lr_at(step, a):
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="train sdc's demo model")
-    ap.add_argument("--steps", type=int, default=1400)
+    ap.add_argument("--steps", type=int, default=2200)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--warmup", type=int, default=50)
