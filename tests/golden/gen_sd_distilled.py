@@ -34,7 +34,15 @@ in F16 (drawn in float64, rounded), x [2,4,8,16], t [2], ctx [2,5,ctx], (y [2,24
 out.exact (float64 forward, plain math) and out.sdcpp (float64 forward with sd.cpp's ggml CPU
 numerics emulated: F16-rounded Linear/Conv inputs, ggml's F16 GELU table in GEGLU).
 
-Re-run: /usr/bin/python3 tests/golden/gen_sd_distilled.py   (~20 s, writes tests/data/sd_distilled/)
+Registry lists (--lists): tests/data/registry/{sd1_tiny,sdxs512,sd2_tiny,sdxs09,sdxl_ssd1b,
+sdxl_vega}.txt, the same layouts at full size (the real models' diffusers configs: 320/640/1280
+channels, contexts 768/1024/2048, adm 2816; SDXS-09 = the SD 2.x tiny layout with level-0
+self-attention keys 1024 wide, as sd.cpp detects it), the UNet's structural tensors (each
+block's first conv, transformer keys) plus the text encoder / VAE lines of the sd1/sd2/sdxl
+lists, built on torch's meta device (shapes only).
+
+Re-run: /usr/bin/python3 tests/golden/gen_sd_distilled.py   (~1 min, writes tests/data/sd_distilled/)
+        /usr/bin/python3 tests/golden/gen_sd_distilled.py --lists   (then sdcpp_reference.py)
 """
 import os
 import re
@@ -236,7 +244,66 @@ def random_state(model, seed):
     return sd
 
 
+FULL = {
+    "sd1_tiny": ("sd1", dict(block_out_channels=[320, 640, 1280], layers_per_block=1, mid_block_type=None,
+                             down_block_types=["CrossAttnDownBlock2D"] * 3, up_block_types=["CrossAttnUpBlock2D"] * 3,
+                             cross_attention_dim=768, attention_head_dim=8)),
+    "sdxs512": ("sd1", dict(block_out_channels=[320, 640, 1280], layers_per_block=1, mid_block_type=None,
+                            down_block_types=["DownBlock2D"] + ["CrossAttnDownBlock2D"] * 2,
+                            up_block_types=["CrossAttnUpBlock2D"] * 2 + ["UpBlock2D"],
+                            cross_attention_dim=768, attention_head_dim=8)),
+    "sd2_tiny": ("sd2", dict(block_out_channels=[320, 640, 1280], layers_per_block=1, mid_block_type=None,
+                             down_block_types=["CrossAttnDownBlock2D"] * 3, up_block_types=["CrossAttnUpBlock2D"] * 3,
+                             cross_attention_dim=1024, attention_head_dim=[5, 10, 20], use_linear_projection=True)),
+    "sdxl_ssd1b": ("sdxl", dict(block_out_channels=[320, 640, 1280], layers_per_block=2, mid_block_type="UNetMidBlock2D",
+                                down_block_types=["DownBlock2D"] + ["CrossAttnDownBlock2D"] * 2,
+                                up_block_types=["CrossAttnUpBlock2D"] * 2 + ["UpBlock2D"],
+                                transformer_layers_per_block=[1, 2, 4],
+                                reverse_transformer_layers_per_block=[[4, 4, 10], [2, 1, 1], [1, 1, 1]],
+                                cross_attention_dim=2048, attention_head_dim=[5, 10, 20], use_linear_projection=True,
+                                class_embed_type="projection", projection_class_embeddings_input_dim=2816)),
+    "sdxl_vega": ("sdxl", dict(block_out_channels=[320, 640, 1280], layers_per_block=2, mid_block_type="UNetMidBlock2D",
+                               down_block_types=["DownBlock2D"] + ["CrossAttnDownBlock2D"] * 2,
+                               up_block_types=["CrossAttnUpBlock2D"] * 2 + ["UpBlock2D"],
+                               transformer_layers_per_block=[1, 1, 2], cross_attention_dim=2048,
+                               attention_head_dim=[5, 10, 20], use_linear_projection=True,
+                               class_embed_type="projection", projection_class_embeddings_input_dim=2816)),
+}
+FULL["sdxs09"] = ("sd2", FULL["sd2_tiny"][1])
+NAMES = {"sd1_tiny": "SD 1.x Tiny UNet (BK-SDM-Tiny, segmind tiny-sd)", "sdxs512": "SDXS-512-DreamShaper",
+         "sd2_tiny": "SD 2.x Tiny UNet (BK-SDM-v2-Tiny)", "sdxs09": "SDXS-512-0.9",
+         "sdxl_ssd1b": "SSD-1B", "sdxl_vega": "Segmind-Vega"}
+KEEP = re.compile(r"(time_embed|label_emb)\.0\.weight|\.0\.weight$|\.(in_layers\.2|op|conv|proj_in|out\.2)\.weight$|"
+                  r"transformer_blocks\.\d+\.attn[12]\.to_[kv]\.weight$")
+
+
+def write_lists():
+    reg = os.path.join(os.path.dirname(OUT), "registry")
+    for name, (base, cfg) in FULL.items():
+        with torch.device("meta"):
+            model = UNet2DConditionModel(sample_size=64, in_channels=4, out_channels=4, norm_eps=1e-5, **cfg)
+        ldm = to_ldm(model.state_dict(), base == "sdxl")
+        shapes = {k: list(v.shape) for k, v in ldm.items()}
+        if name == "sdxs09":  # level-0 self-attention keys/values over the 1024-wide context
+            for k in shapes:
+                if re.match(r"(input_blocks\.[12]|output_blocks\.[67])\.1\..*attn1\.to_[kv]\.weight", k):
+                    shapes[k] = [shapes[k][0], 1024]
+        lines = open(os.path.join(reg, base + ".txt")).read().splitlines()
+        other = [l for l in lines if not l.startswith("#") and not l.startswith(P)]
+        unet = [f"{P}{k} " + " ".join(str(x) for x in shapes[k]) for k in sorted(shapes) if KEEP.search(k)]
+        head = [f"# family: {name}",
+                f"# source: tests/golden/gen_sd_distilled.py --lists: {NAMES[name]} in the single-file layout",
+                "#   (diffusers config at full size, keys as convert_diffusers_to_original_stable_diffusion.py /",
+                f"#   _sdxl.py write them; the UNet's structural tensors), text encoder and VAE lines of {base}.txt",
+                "# format: name then the shape in PyTorch order"]
+        open(os.path.join(reg, name + ".txt"), "w").write("\n".join(head + other + unet) + "\n")
+        print(f"{name}.txt: {len(unet)} UNet lines")
+
+
 def main():
+    if sys.argv[1:] == ["--lists"]:
+        write_lists()
+        return
     os.makedirs(OUT, exist_ok=True)
     for ci, (name, c) in enumerate(CONFIGS.items()):
         cfg = diffusers_config(c)
