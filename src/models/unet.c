@@ -236,6 +236,17 @@ static void load_tblock(loader *ld, tblock *t, const char *base, int64_t C) {
     NORM(n2_w, n2_b, "norm2");
     NORM(n3_w, n3_b, "norm3");
 #undef NORM
+    /* SDXS-09 keys its level-0 self-attention with the text context's width; sd.cpp runs
+     * that by reading the 320-wide input as 1024-wide rows, nothing to reproduce */
+    snprintf(b, sizeof b, "%s.attn1.to_k.weight", base);
+    sdc_tensor *k1 = sdc_weight_find(ld->ws, ld->prefix, b);
+    if (k1 && k1->ne[0] != C && k1->ne[0] == ctx) {
+        ld->s = sdc_fail(SDC_ERR_UNSUPPORTED,
+                         "unet: '%s%s' is %lld wide (the text context), not %lld: an SDXS-09 "
+                         "UNet (self-attention over the context), not supported",
+                         ld->prefix, b, (long long)k1->ne[0], (long long)C);
+        return;
+    }
     t->q1 = get(ld, 2, C, C, 1, 1, "%s.attn1.to_q.weight", base);
     t->k1 = get(ld, 2, C, C, 1, 1, "%s.attn1.to_k.weight", base);
     t->v1 = get(ld, 2, C, C, 1, 1, "%s.attn1.to_v.weight", base);

@@ -68,13 +68,21 @@
         __VA_ARGS__                                                                                \
     }
 
-#define FLUX_KEY_ST  DIT "double_blocks.0.img_attn.qkv.weight"
-#define FLUX_KEY_HF  DIT "single_transformer_blocks.0.attn.to_q.weight"
-#define FLUX_IMG_IN  DIT "img_in.weight"
-#define FLUX_IMG_HF  DIT "x_embedder.weight"
-#define UNET_IN0     DIT "input_blocks.0.0.weight"
-#define UNET_CTX     DIT "input_blocks.1.1.transformer_blocks.0.attn2.to_k.weight"
-#define SDXL_ADM     DIT "label_emb.0.0.weight"
+#define FLUX_KEY_ST DIT "double_blocks.0.img_attn.qkv.weight"
+#define FLUX_KEY_HF DIT "single_transformer_blocks.0.attn.to_q.weight"
+#define FLUX_IMG_IN DIT "img_in.weight"
+#define FLUX_IMG_HF DIT "x_embedder.weight"
+#define UNET_IN0    DIT "input_blocks.0.0.weight"
+#define UNET_CTX    DIT "input_blocks.1.1.transformer_blocks.0.attn2.to_k.weight"
+#define SDXL_ADM    DIT "label_emb.0.0.weight"
+/* distilled UNets (sd.cpp's tests): a level-1 context key every layout has, the middle
+ * block's transformer, level 0's last up transformer (and its self-attention key), the second
+ * transformer of output block 3 */
+#define UNET_CTX_L1  DIT "input_blocks.4.1.transformer_blocks.0.attn2.to_k.weight"
+#define UNET_MID1    DIT "middle_block.1.transformer_blocks.0.attn2.to_k.weight"
+#define UNET_OUT71   DIT "output_blocks.7.1.transformer_blocks.0.attn2.to_k.weight"
+#define UNET_OUT71K1 DIT "output_blocks.7.1.transformer_blocks.0.attn1.to_k.weight"
+#define UNET_OUT311  DIT "output_blocks.3.1.transformer_blocks.1.attn2.to_k.weight"
 #define QWEN_KEY     DIT "transformer_blocks.0.img_mod.1.weight"
 #define WAN_KEY      DIT "blocks.0.cross_attn.norm_k.weight"
 #define WAN_PATCH    DIT "patch_embedding.weight"
@@ -250,8 +258,17 @@ static const sdc_family_desc k_families[] = {
      "9 input channels (latent + mask + masked image)",
      COMPS(C_DIT("SDXL UNet"), C_SDXL_CLIP_L, C_SDXL_CLIP_G, C_SD_VAE, C_TAESD),
      RULES(R_NE(SDXL_ADM, 0, 2816), R_NE(UNET_IN0, 2, 9))},
+    {"SDXL (SSD1B)", "sdxl_ssd1b", SDC_FAMILY_SDXL, true, false, LATENT, 4, 1024, 1024,
+     "SSD-1B: res-only middle block, transformer depths 2/4 down, 4,4,10 / 2,1,1 up",
+     COMPS(C_DIT("SSD-1B UNet"), C_SDXL_CLIP_L, C_SDXL_CLIP_G, C_SD_VAE, C_TAESD),
+     RULES(R_NE(SDXL_ADM, 0, 2816), R_NOT(UNET_MID1), R(UNET_OUT311))},
+    {"SDXL (Vega)", "sdxl_vega", SDC_FAMILY_SDXL, true, false, LATENT, 4, 1024, 1024,
+     "Segmind-Vega: res-only middle block, transformer depths 1/2",
+     COMPS(C_DIT("Vega UNet"), C_SDXL_CLIP_L, C_SDXL_CLIP_G, C_SD_VAE, C_TAESD),
+     RULES(R_NE(SDXL_ADM, 0, 2816), R_NOT(UNET_MID1))},
     {"SDXL", "sdxl", SDC_FAMILY_SDXL, true, false, LATENT, 4, 1024, 1024,
-     "SDXL base, Turbo, pix2pix (8 input channels), SSD-1B, Vega, v-pred and CosXL (EDM-v)",
+     "SDXL base, SDXL-Turbo (512, --cfg-scale 1 --steps 1), pix2pix (8 input channels), v-pred "
+     "and CosXL (EDM-v)",
      COMPS(C_DIT("SDXL UNet"), C_SDXL_CLIP_L, C_SDXL_CLIP_G, C_SD_VAE, C_TAESD),
      RULES(R_NE(SDXL_ADM, 0, 2816))},
     {"Flux.2", "flux2", SDC_FAMILY_FLUX2, false, false, LATENT, 32, 1024, 1024, "48 single blocks",
@@ -292,15 +309,33 @@ static const sdc_family_desc k_families[] = {
     {"SD 2.x Inpaint", "sd2_inpaint", SDC_FAMILY_SD2, true, false, LATENT, 4, 512, 512,
      "9 input channels", COMPS(C_DIT("SD2 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD),
      RULES(R_NE(UNET_CTX, 0, 1024), R_NE(UNET_IN0, 2, 9))},
+    {"SDXS (09)", "sdxs09", SDC_FAMILY_SD2, false, false, LATENT, 4, 512, 512,
+     "SDXS-512-0.9: tiny layout whose level-0 self-attention is keyed by the text context",
+     COMPS(C_DIT("SDXS-09 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD),
+     RULES(R_NE(UNET_CTX_L1, 0, 1024), R_NOT(UNET_MID1), R_NE(UNET_OUT71K1, 0, 1024))},
+    {"SD 2.x Tiny UNet", "sd2_tiny", SDC_FAMILY_SD2, true, false, LATENT, 4, 512, 512,
+     "no middle block: BK-SDM-v2-Tiny/Small (1 res block per level down, 2 up)",
+     COMPS(C_DIT("SD2 tiny UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD),
+     RULES(R_NE(UNET_CTX_L1, 0, 1024), R_NOT(UNET_MID1))},
     {"SD 2.x", "sd2", SDC_FAMILY_SD2, true, false, LATENT, 4, 768, 768,
-     "SD2.0/2.1 (512 eps, 768 v: v is found by probing the model, not by weights), SD-Turbo, "
-     "tiny UNets, SDXS-09",
+     "SD2.0/2.1 (512 eps, 768 v: v is found by probing the model, not by weights), SD-Turbo "
+     "(512, --cfg-scale 1 --steps 1)",
      COMPS(C_DIT("SD2 UNet"), C_SD2_CLIP, C_SD_VAE, C_TAESD), RULES(R_NE(UNET_CTX, 0, 1024))},
     {"SD 1.x Inpaint", "sd1_inpaint", SDC_FAMILY_SD1, true, false, LATENT, 4, 512, 512,
      "9 input channels", COMPS(C_DIT("SD1 UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD),
      RULES(R_NE(UNET_CTX, 0, 768), R_NE(UNET_IN0, 2, 9))},
+    {"SDXS (512-DS)", "sdxs512", SDC_FAMILY_SD1, true, false, LATENT, 4, 512, 512,
+     "SDXS-512-DreamShaper: tiny layout without level-0 attention, one step at --cfg-scale 1 "
+     "(sd.cpp decodes it with the tiny autoencoder: pass --taesd)",
+     COMPS(C_DIT("SDXS UNet"), C_SD1_CLIP, C_VAE(false, "AutoencoderKL (or --taesd)"), C_TAESD),
+     RULES(R_NE(UNET_CTX_L1, 0, 768), R_NOT(UNET_MID1), R_NOT(UNET_OUT71))},
+    {"SD 1.x Tiny UNet", "sd1_tiny", SDC_FAMILY_SD1, true, false, LATENT, 4, 512, 512,
+     "no middle block: BK-SDM-Tiny/Small, segmind tiny-sd/small-sd (1 res block down, 2 up)",
+     COMPS(C_DIT("SD1 tiny UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD),
+     RULES(R_NE(UNET_CTX_L1, 0, 768), R_NOT(UNET_MID1))},
     {"SD 1.x", "sd1", SDC_FAMILY_SD1, true, false, LATENT, 4, 512, 512,
-     "SD1.4/1.5 and fine-tunes, pix2pix (8 input channels), tiny UNets (BK-SDM), SDXS-512",
+     "SD1.4/1.5 and fine-tunes, pix2pix (8 input channels), LCM fine-tunes (--sampling-method "
+     "lcm)",
      COMPS(C_DIT("SD1 UNet"), C_SD1_CLIP, C_SD_VAE, C_TAESD), RULES(R_NE(UNET_CTX, 0, 768))},
 };
 

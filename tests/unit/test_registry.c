@@ -168,6 +168,8 @@ static const char *const k_sdcpp[][2] = {
     {"wan", "WAN2"},
     {"sdxl_refiner", "COUNT"}, /* sd.cpp does not know the refiner: unknown */
     {"sdxl_inpaint", "SDXL_INPAINT"},
+    {"sdxl_ssd1b", "SDXL_SSD1B"},
+    {"sdxl_vega", "SDXL_VEGA"},
     {"sdxl", "SDXL"},
     {"flux2", "FLUX2"},
     {"flux2_klein", "FLUX2_KLEIN"},
@@ -178,8 +180,12 @@ static const char *const k_sdcpp[][2] = {
     {"flex2", "FLEX_2"},
     {"flux", "FLUX"},
     {"sd2_inpaint", "SD2_INPAINT"},
+    {"sdxs09", "SDXS_09"},
+    {"sd2_tiny", "SD2_TINY_UNET"},
     {"sd2", "SD2"},
     {"sd1_inpaint", "SD1_INPAINT"},
+    {"sdxs512", "SDXS_512_DS"},
+    {"sd1_tiny", "SD1_TINY_UNET"},
     {"sd1", "SD1"},
 };
 
@@ -357,12 +363,14 @@ static void test_api_and_defaults(void) {
                   "%s: duplicate", d->id);
         CHECK(sdc_registry_find_name(d->id) == d, "find_name %s", d->id);
     }
-    CHECK(impl == 7 && /* and the SD 1.x / 2.x / XL inpainting UNets */
+    /* MiniT2I, SD1 (+ tiny, SDXS-512), SD2 (+ tiny), SDXL (+ SSD-1B, Vega), the 3 inpaint UNets */
+    CHECK(impl == 12 &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_MINIT2I) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SD1) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SD2) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SDXL) - sdc_registry_at(0)),
-          "MiniT2I, SD 1.x, SD 2.x and SDXL (+ inpaint) are implemented (%d)", impl);
+          "MiniT2I, SD 1.x, SD 2.x, SDXL, their distilled and inpaint UNets are implemented (%d)",
+          impl);
     CHECK(sdc_family_name(-1) == NULL && sdc_family_name(sdc_family_count()) == NULL, "range");
     for (int f = 0; f < SDC_FAMILY_COUNT; f++)
         CHECK(sdc_registry_find((sdc_model_family)f) != NULL, "family %s has no entry",
