@@ -325,9 +325,10 @@ SDC_API sdc_status sdc_upscale_image(sdc_upscaler *u, const sdc_image *in, sdc_i
  * tree's models/demo/ and the install prefix's share/sdc/demo/ (both fixed at build time). */
 typedef struct sdc_demo_model {
     char dir[1024];                  /* the folder it was found in */
-    char diffusion_model_path[1280]; /* its MiniT2I weights (a .gguf holding both, or "") */
-    char t5xxl_path[1280];           /* its T5 encoder, tokenizer.json next to it ("" if none) */
-    char model_path[1280];           /* a single-file GGUF when no safetensors pair is there */
+    char diffusion_model_path[1280]; /* its MiniT2I safetensors ("" if none) */
+    char t5xxl_path[1280];           /* its T5 safetensors, tokenizer.json next to it */
+    char model_path[1280];           /* its GGUF holding both ("" if none); loaded only when
+                                      * the folder has no safetensors pair */
     /* the generation settings it was trained for (used unless the caller sets them) */
     int width, height, steps;
     float cfg_scale;

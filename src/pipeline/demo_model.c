@@ -75,10 +75,9 @@ static bool try_dir(const char *dir, sdc_demo_model *out) {
     if (!dir || !*dir || strlen(dir) >= sizeof out->dir || !is_dir(dir)) return false;
     bool pair = first_file(dir, dit, out->diffusion_model_path, sizeof out->diffusion_model_path) &&
                 first_file(dir, t5, out->t5xxl_path, sizeof out->t5xxl_path);
-    if (!pair) {
-        out->diffusion_model_path[0] = out->t5xxl_path[0] = '\0';
-        if (!any_gguf(dir, out->model_path, sizeof out->model_path)) return false;
-    }
+    if (!pair) out->diffusion_model_path[0] = out->t5xxl_path[0] = '\0';
+    if (!any_gguf(dir, out->model_path, sizeof out->model_path)) out->model_path[0] = '\0';
+    if (!pair && !out->model_path[0]) return false;
     snprintf(out->dir, sizeof out->dir, "%s", dir);
     return true;
 }

@@ -519,9 +519,10 @@ static bool use_demo(sdc_cli_args *a) {
     if (sdc_demo_model_find(c->model_path, a->demo) != SDC_OK)
         return fail(a, "%s", sdc_last_error());
     const sdc_demo_model *d = a->demo;
-    c->model_path = d->model_path[0] ? d->model_path : NULL;
-    if (d->diffusion_model_path[0]) c->diffusion_model_path = d->diffusion_model_path;
-    if (d->t5xxl_path[0] && !c->t5xxl_path) c->t5xxl_path = d->t5xxl_path;
+    bool pair = d->diffusion_model_path[0] != '\0'; /* else its GGUF */
+    c->model_path = pair ? NULL : d->model_path;
+    if (pair) c->diffusion_model_path = d->diffusion_model_path;
+    if (pair && !c->t5xxl_path) c->t5xxl_path = d->t5xxl_path;
     sdc_generate_params *g = &a->gen;
     if (!a->width_set && !a->init_img_path) g->width = d->width;
     if (!a->height_set && !a->init_img_path) g->height = d->height;
