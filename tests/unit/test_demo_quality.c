@@ -9,6 +9,7 @@
 #include "score.h"
 #include "test_util.h"
 
+#include "args.h"
 #include "core/types.h"
 #include "sdc.h"
 
@@ -101,6 +102,39 @@ static bool convert_to(const sdc_demo_model *d, int type, const char *out) {
     return s == SDC_OK;
 }
 
+/* `sdc -m demo`: the flags parser puts the demo's files in place of -m and its settings in
+ * place of the defaults of the flags not given; given flags win. */
+static void test_cli(const sdc_demo_model *d) {
+    char *argv1[] = {"sdc", "-m", "demo", "-p", "a red circle on a blue background", NULL};
+    char *argv2[] = {"sdc",  "-m",      "demo", "-p",          "x", "-W",
+                     "128",  "--steps", "3",    "--cfg-scale", "2", "--sampling-method",
+                     "heun", NULL};
+    sdc_cli_args a;
+    CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 5, argv1) == SDC_CLI_PARSE_RUN, "parse: %s",
+          a.error);
+    bool pair = d->diffusion_model_path[0] != '\0';
+    CHECK(pair ? a.ctx.diffusion_model_path &&
+                     !strcmp(a.ctx.diffusion_model_path, d->diffusion_model_path) &&
+                     !a.ctx.model_path
+               : a.ctx.model_path && !strcmp(a.ctx.model_path, d->model_path),
+          "-m demo resolves to the demo's files");
+    CHECK(a.gen.width == d->width && a.gen.height == d->height && a.gen.steps == d->steps &&
+              a.gen.cfg_scale == d->cfg_scale && a.gen.sampling_method &&
+              !strcmp(a.gen.sampling_method, d->sampling_method),
+          "-m demo sets the demo's settings (%dx%d, %d steps)", a.gen.width, a.gen.height,
+          a.gen.steps);
+    sdc_cli_args_free(&a);
+    CHECK(sdc_cli_parse(&a, SDC_CLI_PROGRAM_SDC, 13, argv2) == SDC_CLI_PARSE_RUN, "parse: %s",
+          a.error);
+    CHECK(a.gen.width == 128 && a.gen.height == d->height && a.gen.steps == 3 &&
+              a.gen.cfg_scale == 2.0f && !strcmp(a.gen.sampling_method, "heun"),
+          "given flags win over the demo's settings");
+    sdc_cli_args_free(&a);
+    printf("cli: -m demo -> %s, %dx%d, %d steps, cfg %.1f, %s\n",
+           pair ? d->diffusion_model_path : d->model_path, d->width, d->height, d->steps,
+           d->cfg_scale, d->sampling_method);
+}
+
 int main(void) {
     sdc_demo_model d;
     if (sdc_demo_model_find("demo", &d) != SDC_OK) {
@@ -109,6 +143,7 @@ int main(void) {
     }
     printf("demo model in %s: %dx%d, %d steps, cfg %.1f, %s\n", d.dir, d.width, d.height, d.steps,
            d.cfg_scale, d.sampling_method ? d.sampling_method : "default sampler");
+    test_cli(&d);
     g_n = demo_pick_specs(true, N_PROMPTS, g_specs);
     CHECK(g_n == N_PROMPTS && g_n <= demo_split_specs(true, NULL, 0), "%d prompts", g_n);
     size_t img_bytes = SIDE * SIDE * 3;
