@@ -318,6 +318,29 @@ SDC_API int sdc_upscaler_scale(const sdc_upscaler *u);
  * previous result. */
 SDC_API sdc_status sdc_upscale_image(sdc_upscaler *u, const sdc_image *in, sdc_image *out);
 
+/* ---- the shipped demo model (docs/demo.md) ----
+ * `-m demo` (model_path "demo" when no file of that name exists) loads the small MiniT2I the
+ * repository ships in models/demo/. It is looked for in: a folder named by the path itself;
+ * $SDC_DEMO_DIR; models/demo/ and share/sdc/demo/ above the running executable; the source
+ * tree's models/demo/ and the install prefix's share/sdc/demo/ (both fixed at build time). */
+typedef struct sdc_demo_model {
+    char dir[1024];                  /* the folder it was found in */
+    char diffusion_model_path[1280]; /* its MiniT2I safetensors ("" if none) */
+    char t5xxl_path[1280];           /* its T5 safetensors, tokenizer.json next to it */
+    char model_path[1280];           /* its GGUF holding both ("" if none); loaded only when
+                                      * the folder has no safetensors pair */
+    /* the generation settings it was trained for (used unless the caller sets them) */
+    int width, height, steps;
+    float cfg_scale;
+    const char *sampling_method, *scheduler;
+} sdc_demo_model;
+
+/* True when path names the demo model: "demo", unless a regular file of that name exists. */
+SDC_API bool sdc_is_demo_model_name(const char *path);
+/* Finds the demo model (name: "demo", NULL, or a folder holding it). SDC_ERR_IO with every
+ * place searched in the message when it is nowhere. */
+SDC_API sdc_status sdc_demo_model_find(const char *name, sdc_demo_model *out);
+
 /* Peak resident set size of this process in bytes (0 if unknown). */
 SDC_API size_t sdc_peak_rss_bytes(void);
 

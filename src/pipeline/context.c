@@ -407,6 +407,14 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     sdc_context_params p;
     sdc_status s = copy_params(params, &p);
     if (s != SDC_OK) return s;
+    sdc_demo_model demo; /* -m demo: the shipped model's files (demo_model.c) */
+    if (sdc_is_demo_model_name(p.model_path)) {
+        if ((s = sdc_demo_model_find(p.model_path, &demo)) != SDC_OK) return s;
+        bool pair = demo.diffusion_model_path[0] != '\0';
+        p.model_path = pair ? NULL : demo.model_path;
+        if (pair) p.diffusion_model_path = demo.diffusion_model_path;
+        if (pair && !p.t5xxl_path) p.t5xxl_path = demo.t5xxl_path;
+    }
     if (!p.model_path && !p.diffusion_model_path)
         return sdc_fail(SDC_ERR_INVALID_ARG,
                         "no model given: pass -m (full checkpoint) or --diffusion-model");

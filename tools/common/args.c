@@ -509,6 +509,31 @@ static bool answer_unsupported(sdc_cli_args *a) {
     return true;
 }
 
+/* -m demo: the demo model's files replace -m, and its settings the defaults of the flags
+ * not given (docs/demo.md). */
+static bool use_demo(sdc_cli_args *a) {
+    sdc_context_params *c = &a->ctx;
+    if (a->mode == SDC_CLI_MODE_METADATA || a->mode == SDC_CLI_MODE_UPSCALE) return true;
+    if (!sdc_is_demo_model_name(c->model_path)) return true;
+    if (!(a->demo = malloc(sizeof *a->demo))) return fail(a, "out of memory");
+    if (sdc_demo_model_find(c->model_path, a->demo) != SDC_OK)
+        return fail(a, "%s", sdc_last_error());
+    const sdc_demo_model *d = a->demo;
+    bool pair = d->diffusion_model_path[0] != '\0'; /* else its GGUF */
+    c->model_path = pair ? NULL : d->model_path;
+    if (pair) c->diffusion_model_path = d->diffusion_model_path;
+    if (pair && !c->t5xxl_path) c->t5xxl_path = d->t5xxl_path;
+    sdc_generate_params *g = &a->gen;
+    if (!a->width_set && !a->init_img_path) g->width = d->width;
+    if (!a->height_set && !a->init_img_path) g->height = d->height;
+    if (!sdc_cli_flag_count(a, "--steps")) g->steps = d->steps;
+    if (!sdc_cli_flag_count(a, "--cfg-scale")) g->cfg_scale = d->cfg_scale;
+    if (!sdc_cli_flag_count(a, "--sampling-method") && d->sampling_method)
+        g->sampling_method = d->sampling_method;
+    if (!sdc_cli_flag_count(a, "--scheduler") && d->scheduler) g->scheduler = d->scheduler;
+    return true;
+}
+
 /* ---- init, parse, free ---- */
 
 void sdc_cli_args_init(sdc_cli_args *a, sdc_cli_program program) {
@@ -532,6 +557,7 @@ void sdc_cli_args_free(sdc_cli_args *a) {
     free(a->sigmas);
     free(a->hires_sigmas);
     free(a->imat_in);
+    free(a->demo);
     sdc_cli_program p = a->program;
     sdc_cli_args_init(a, p);
 }
@@ -580,7 +606,7 @@ sdc_cli_parse_result sdc_cli_parse(sdc_cli_args *a, sdc_cli_program program, int
         if (a->help || a->version) return SDC_CLI_PARSE_EXIT;
     }
     if (a->list_devices) return SDC_CLI_PARSE_RUN; /* needs no model */
-    if (!validate(a)) return SDC_CLI_PARSE_ERROR;
+    if (!use_demo(a) || !validate(a)) return SDC_CLI_PARSE_ERROR;
     if (a->mode == SDC_CLI_MODE_METADATA) { /* only the program's own hints matter here */
         for (int k = 0; k < sdc_cli_opt_count; k++) {
             const sdc_cli_opt *o = &sdc_cli_opts[k];

@@ -289,13 +289,25 @@ static char **list_model_dir(const char *dir, int *n, char *err, size_t err_size
     return paths;
 }
 
+/* -m/--model/--diffusion-model among the arguments (as a flag, not as a value). */
+static bool has_model_flag(int argc, char **argv) {
+    static const char *const names[] = {"-m", "--model", "--diffusion-model"};
+    for (int i = 1; i < argc; i++)
+        for (int k = 0; k < 3; k++) {
+            size_t len = strlen(names[k]);
+            if (!strncmp(argv[i], names[k], len) && (argv[i][len] == '\0' || argv[i][len] == '='))
+                return true;
+        }
+    return false;
+}
+
 int main(int argc, char **argv) {
     server_flags sf = {"127.0.0.1", 1234, NULL, NULL, 32LL << 20, 16, 256, 256, 600.0, NULL, NULL};
     char **dir_paths = NULL;
     int n_dir = 0;
     sdc_srv_model *models = NULL;
     int n_models = 0;
-    char **args = calloc((size_t)argc + 1, sizeof(char *));
+    char **args = calloc((size_t)argc + 3, sizeof(char *));
     if (!args) return 1;
     memcpy(args, argv, sizeof(char *) * (size_t)argc);
     int n_args = argc;
@@ -309,6 +321,10 @@ int main(int argc, char **argv) {
     if (!take_server_flags(&n_args, args, &sf)) {
         free(args);
         return 1;
+    }
+    if (!sf.model_dir && !has_model_flag(n_args, args)) { /* no model: the demo's */
+        args[n_args++] = "-m";
+        args[n_args++] = "demo";
     }
     sdc_cli_args a;
     sdc_cli_parse_result pr = sdc_cli_parse(&a, SDC_CLI_PROGRAM_SERVER, n_args, args);
