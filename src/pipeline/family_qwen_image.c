@@ -137,12 +137,13 @@ static bool is_file_or_dir(const char *path) {
 }
 
 /* The Qwen2 tokenizer: sd.cpp embeds its vocabulary; we read tokenizer.json / vocab.json
- * / merges.txt from a `tokenizer/` folder next to the --llm file, else from the LLM's own
+ * / merges.txt from a `tokenizer/` folder next to the --llm file (or -m), else from its
  * folder (the layout of a Hugging Face text_encoder + tokenizer download). */
 static sdc_status load_tokenizer(const char *llm_path, sdc_qwen2_tokenizer **out) {
     *out = NULL;
     if (!llm_path)
-        return sdc_fail(SDC_ERR_INVALID_ARG, "Qwen Image needs its Qwen2.5-VL LLM: pass --llm");
+        return sdc_fail(SDC_ERR_INVALID_ARG,
+                        "Qwen Image: no file to find the Qwen2 tokenizer next to: pass --llm");
     char dir[4096], cand[4200];
     snprintf(dir, sizeof dir, "%s", llm_path);
     char *slash = strrchr(dir, '/');
@@ -173,7 +174,6 @@ static sdc_status load_parts(qwen_family *f, const sdc_family_load_args *a) {
         s = sdc_fail(SDC_ERR_UNSUPPORTED, "Qwen Image Layered is not supported yet");
     if (s == SDC_OK) s = sdc_qwen25vl_llm_load(&f->ws, PREFIX_LLM, 0, &f->llm);
     if (s == SDC_OK) sdc_qwen25vl_llm_set_sdcpp_numerics(f->llm, true);
-    if (s == SDC_OK) s = load_tokenizer(p->llm_path, &f->tok);
     const char *vp = sdc_wan_vae_detect(&f->ws, "vae.")                 ? "vae."
                      : sdc_wan_vae_detect(&f->ws, "first_stage_model.") ? "first_stage_model."
                                                                         : NULL;
@@ -182,6 +182,7 @@ static sdc_status load_parts(qwen_family *f, const sdc_family_load_args *a) {
                      "Qwen Image: no Wan VAE in the files (looked under 'vae.' and "
                      "'first_stage_model.'): pass it with --vae");
     if (s == SDC_OK) s = sdc_wan_vae_load(&f->ws, vp, &f->vae);
+    if (s == SDC_OK) s = load_tokenizer(p->llm_path ? p->llm_path : p->model_path, &f->tok);
     if (s != SDC_OK) return s;
     const sdc_qwen_dit_config *c = sdc_qwen_dit_get_config(f->dit);
     const sdc_qwen25vl_llm_config *lc = sdc_qwen25vl_llm_get_config(f->llm);
