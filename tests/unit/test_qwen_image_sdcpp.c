@@ -2,11 +2,12 @@
  * qwen_image/: sd-cli 97d29908 on the random-weight checkpoints of
  * ../shared/tools/make_qwen_image_random.py, seed 1001; README there). The checkpoints (5.4
  * GB) are not stored and not generated here: the test looks for them in
- * $SDC_QWEN_IMAGE_DIR (DiT + VAE) and $SDC_QWEN_LLM_DIR (the LLM; default: the same folder)
- * and is skipped without them. The golden stand-in Qwen2 tokenizer is linked next to the LLM
+ * $SDC_QWEN_IMAGE_DIR (DiT + VAE; default ../qwen_ckpt beside the checkout) and
+ * $SDC_QWEN_LLM_DIR (the LLM; default ../qwen_llm_ckpt, or $SDC_QWEN_IMAGE_DIR when that is
+ * set) and is skipped without them. The golden stand-in Qwen2 tokenizer is linked next to the LLM
  * (the family reads tokenizer/ beside the --llm file). Every case must be within 3/255 per
- * pixel and channel. Each case takes about a minute on 2 cores: $SDC_QWEN_CASES picks them
- * ("a1,a2,a3"; default a1,a2: one without and one with a negative prompt). */
+ * pixel and channel. Each case takes one to two minutes on 2 cores: $SDC_QWEN_CASES picks
+ * them ("a2,a3", "all"; default a1). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,8 @@ static bool llm_with_tokenizer(const char *llm, char *out, size_t n) {
 
 static bool wanted(const char *id) {
     const char *list = getenv("SDC_QWEN_CASES");
-    if (!list) list = "a1,a2";
+    if (!list) list = "a1";
+    if (!strcmp(list, "all")) return true;
     size_t k = strlen(id);
     for (const char *p = list; (p = strstr(p, id)) != NULL; p += k)
         if ((p == list || p[-1] == ',') && (p[k] == ',' || p[k] == '\0')) return true;
@@ -111,17 +113,15 @@ int main(void) {
 #endif
     const char *dir = getenv("SDC_QWEN_IMAGE_DIR");
     const char *llm_dir = getenv("SDC_QWEN_LLM_DIR");
-    if (!dir) {
-        printf("SKIP: set SDC_QWEN_IMAGE_DIR (and SDC_QWEN_LLM_DIR) to the checkpoints of "
-               "make_qwen_image_random.py weights --seed 1001\n");
-        return 77;
-    }
+    if (!dir) dir = SDC_SOURCE_DIR "/../qwen_ckpt"; /* beside the checkout, as test_wan_vae */
+    if (!llm_dir && !getenv("SDC_QWEN_IMAGE_DIR")) llm_dir = SDC_SOURCE_DIR "/../qwen_llm_ckpt";
     if (!llm_dir) llm_dir = dir;
     char dit[1024], vae[1024], llm_file[1024], llm[1024];
     if (!find_ckpt(dir, "qwen_image_dit_1001.safetensors", dit, sizeof dit) ||
         !find_ckpt(dir, "qwen_image_vae_1001.safetensors", vae, sizeof vae) ||
         !find_ckpt(llm_dir, "qwen25vl_llm_1001.safetensors", llm_file, sizeof llm_file)) {
-        printf("SKIP: the Qwen-Image checkpoints are not there\n");
+        printf("SKIP: the Qwen-Image checkpoints are not there (make_qwen_image_random.py "
+               "weights --seed 1001 --out-dir DIR; SDC_QWEN_IMAGE_DIR=DIR)\n");
         return 77;
     }
     if (!llm_with_tokenizer(llm_file, llm, sizeof llm)) return 77;
