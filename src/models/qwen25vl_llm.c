@@ -301,15 +301,37 @@ static size_t kv_floats(const sdc_qwen25vl_llm_config *c, int past) {
     return (size_t)c->head_dim * past * c->n_kv_heads;
 }
 
+/* x [hidden, n] (the run's token embeddings, positions past..) with the rows of each span
+ * replaced by the span's data, as graph inputs (one inputs[] entry per span). Spans are sorted
+ * and inside the run (checked by the caller). */
+static sdc_tensor *splice(sdc_graph *g, sdc_tensor *x, const sdc_qwen25vl_llm_span *spans,
+                          int n_spans, int past, sdc_input_data *inputs) {
+    if (!n_spans) return x;
+    int64_t hidden = x->ne[0], n = x->ne[1], at = 0;
+    sdc_tensor *y = NULL;
+    for (int i = 0; i < n_spans; i++) {
+        int64_t a = spans[i].at - past, ne[2] = {hidden, spans[i].n};
+        sdc_tensor *e = sdc_graph_input(g, SDC_TYPE_F32, 2, ne);
+        inputs[i] = (sdc_input_data){e, spans[i].data, (size_t)hidden * spans[i].n * 4};
+        if (a > at) y = y ? sdc_concat(g, y, rows(g, x, at, a - at), 1) : rows(g, x, at, a - at);
+        y = y ? sdc_concat(g, y, e, 1) : e;
+        at = a + spans[i].n;
+    }
+    if (at < n) y = sdc_concat(g, y, rows(g, x, at, n - at), 1);
+    return y;
+}
+
 /* One graph over ids[0..n) at positions past..past+n-1, the keys and values of the positions
  * before from m->kv when past > 0. Either out gets rows first..n-1 of the final norm (n_layers
  * 0) or of the residual after n_layers layers, or (kv_dst) every layer's keys and values of the
  * run go to kv_dst ([n_layers][2][kv_floats]) and nothing else is computed. */
 static sdc_status run(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids, int n, int past,
-                      int first, int n_layers, float *out, float *kv_dst, sdc_eval_fn cb,
+                      int first, int n_layers, float *out, float *kv_dst,
+                      const sdc_qwen25vl_llm_span *spans, int n_spans, sdc_eval_fn cb,
                       void *cb_user) {
     const sdc_qwen25vl_llm_config *c = &m->cfg;
-    int nl = c->n_layers, run_layers = n_layers ? n_layers : nl, n_in = 4 + (past ? 2 * nl : 0);
+    int nl = c->n_layers, run_layers = n_layers ? n_layers : nl;
+    int n_in = 4 + (past ? 2 * nl : 0) + n_spans;
     int n_out = kv_dst ? 2 * nl : 1;
     float *host = host_tables(c, past, n);
     int32_t *idbuf = malloc((size_t)n * sizeof *idbuf);
@@ -345,6 +367,7 @@ static sdc_status run(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids, 
         }
     }
     sdc_tensor **o = t + 2 * nl, *x = sdc_get_rows(g, m->embed, in.tok);
+    x = splice(g, x, spans, n_spans, past, inputs + n_in - n_spans);
     for (int l = 0; l < run_layers && x; l++) {
         sdc_graph_set_block(g, l); /* a layer split may cut between layers */
         bool last = l == run_layers - 1;
@@ -394,7 +417,7 @@ static sdc_status prefix_kv(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t 
     if (!m->kv || !m->kv_ids)
         return sdc_fail(SDC_ERR_NO_MEMORY, "qwen2.5-vl llm: cache of %d tokens", p);
     memcpy(m->kv_ids, ids, (size_t)p * sizeof *ids);
-    sdc_status s = run(m, be, ids, p, 0, 0, 0, NULL, m->kv, cb, cb_user);
+    sdc_status s = run(m, be, ids, p, 0, 0, 0, NULL, m->kv, NULL, 0, cb, cb_user);
     if (s == SDC_OK) m->kv_n = p, m->kv_sdcpp = m->sdcpp;
     return s;
 }
@@ -402,6 +425,13 @@ static sdc_status prefix_kv(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t 
 sdc_status sdc_qwen25vl_llm_encode(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids, int n,
                                    int first, int n_layers, float *out, sdc_eval_fn cb,
                                    void *cb_user) {
+    return sdc_qwen25vl_llm_encode_spans(m, be, ids, n, first, n_layers, NULL, 0, out, cb, cb_user);
+}
+
+sdc_status sdc_qwen25vl_llm_encode_spans(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids,
+                                         int n, int first, int n_layers,
+                                         const sdc_qwen25vl_llm_span *spans, int n_spans,
+                                         float *out, sdc_eval_fn cb, void *cb_user) {
     const sdc_qwen25vl_llm_config *c = &m->cfg;
     if (n <= 0 || first < 0 || first >= n || n_layers < 0 || n_layers > c->n_layers || !ids || !out)
         return sdc_fail(SDC_ERR_INVALID_ARG,
@@ -412,12 +442,22 @@ sdc_status sdc_qwen25vl_llm_encode(sdc_qwen25vl_llm *m, sdc_backend *be, const i
             return sdc_fail(SDC_ERR_INVALID_ARG,
                             "qwen2.5-vl llm: token id %d outside the vocabulary (%d)", ids[i],
                             c->vocab);
+    /* spans sorted, disjoint, inside the rows that are computed (the cached prefix has none) */
+    int lo = n_layers || !first ? 0 : first;
+    for (int i = 0; i < n_spans; i++)
+        if (!spans || !spans[i].data || spans[i].n <= 0 || spans[i].at < lo ||
+            spans[i].at > n - spans[i].n || (i && spans[i].at < spans[i - 1].at + spans[i - 1].n))
+            return sdc_fail(SDC_ERR_INVALID_ARG,
+                            "qwen2.5-vl llm: embedding span %d (rows %d..+%d) is not sorted inside "
+                            "rows %d..%d",
+                            i, spans ? spans[i].at : -1, spans ? spans[i].n : 0, lo, n - 1);
     if (n_layers) /* intermediate states: every row, one graph (tests) */
-        return run(m, be, ids, n, 0, 0, n_layers, out, NULL, cb, cb_user);
-    if (first == 0) return run(m, be, ids, n, 0, 0, 0, out, NULL, cb, cb_user);
+        return run(m, be, ids, n, 0, 0, n_layers, out, NULL, spans, n_spans, cb, cb_user);
+    if (first == 0) return run(m, be, ids, n, 0, 0, 0, out, NULL, spans, n_spans, cb, cb_user);
     /* rows before `first` are keys only: their keys and values come from the cache */
     sdc_status s = prefix_kv(m, be, ids, first, cb, cb_user);
-    if (s == SDC_OK) s = run(m, be, ids + first, n - first, first, 0, 0, out, NULL, cb, cb_user);
+    if (s == SDC_OK)
+        s = run(m, be, ids + first, n - first, first, 0, 0, out, NULL, spans, n_spans, cb, cb_user);
     return s;
 }
 

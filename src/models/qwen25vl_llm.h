@@ -47,6 +47,22 @@ sdc_status sdc_qwen25vl_llm_encode(sdc_qwen25vl_llm *m, sdc_backend *be, const i
                                    int first, int n_layers, float *out, sdc_eval_fn cb,
                                    void *cb_user);
 
+/* Rows [at, at + n) of the input that take `data` ([n][hidden] F32, e.g. vision embeddings in
+ * place of <|image_pad|> tokens) instead of the token embeddings. */
+typedef struct sdc_qwen25vl_llm_span {
+    int at, n;
+    const float *data;
+} sdc_qwen25vl_llm_span;
+
+/* sdc_qwen25vl_llm_encode with the input rows of n_spans sorted, disjoint spans replaced
+ * (positions stay 0..n-1 for every row: sd.cpp's Qwen2.5-VL for Qwen-Image-Edit gives image
+ * tokens sequential positions, not transformers' M-RoPE grid positions). With first > 0 the
+ * spans must lie at or after `first` (the cached prefix is plain text). */
+sdc_status sdc_qwen25vl_llm_encode_spans(sdc_qwen25vl_llm *m, sdc_backend *be, const int32_t *ids,
+                                         int n, int first, int n_layers,
+                                         const sdc_qwen25vl_llm_span *spans, int n_spans,
+                                         float *out, sdc_eval_fn cb, void *cb_user);
+
 /* With first > 0 the rows before `first` only act as keys: their keys and values are
  * computed by a run of their own and cached in the model (the Qwen-Image template is the same
  * for every prompt, so it runs once; a call with other leading ids replaces the cache). The

@@ -67,6 +67,15 @@ typedef struct sdc_diffusion {
     /* Per-prompt work of the diffusion model, once per prompt before sampling (MiniT2I:
      * its text preamble): rewrites c in place. NULL: none. */
     sdc_status (*prepare_cond)(void *self, const sdc_stage_env *env, sdc_cond *c);
+    /* Masks as sd.cpp applies them (SD families, sd_inpaint.h): binarised at 0.5, a latent
+     * cell regenerates when any pixel in it is white, and the kept cells of every x0
+     * prediction are reset to the init latent. false: MiniT2I's rule (stage_sample.c). */
+    bool sdcpp_mask;
+    /* Inpainting UNets read concat_channels more input channels (the mask, the masked
+     * image's latent: sd_inpaint.c builds them); set once per generation before sampling,
+     * [concat_channels][h][w] at latent size. NULL: the model reads only x. */
+    int concat_channels;
+    sdc_status (*set_concat)(void *self, const float *concat, int w, int h);
     /* Raw model output for B latents x ([B][C][h][w], C/h/w from the first stage), at
      * model timestep t, each with conds[b]. */
     sdc_status (*forward)(void *self, const sdc_stage_env *env, const float *x, int B, int width,

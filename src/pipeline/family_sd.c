@@ -17,6 +17,7 @@
 #include "models/vae_tiling.h"
 #include "pipeline/clip_tokenizer_source.h"
 #include "pipeline/family.h"
+#include "pipeline/sd_inpaint.h"
 #include "text/clip_prompt.h"
 #include "text/clip_tokenizer.h"
 
@@ -63,6 +64,11 @@ typedef struct sd_family {
     float *batch_ctx, *batch_y;
     size_t batch_n, batch_len[2];
     const float *batch_src[2];
+    /* inpainting UNets: the extra input [n_concat][h][w] of this generation, and the
+     * model input x | concat it is joined into */
+    float *concat, *xcat;
+    int n_concat, concat_w, concat_h;
+    size_t xcat_n;
 } sd_family;
 
 static sdc_tensor *find_weight(void *user, const char *name) {
@@ -82,6 +88,8 @@ static void family_free(void *state) {
     free(f->alphas);
     free(f->batch_ctx);
     free(f->batch_y);
+    free(f->concat);
+    free(f->xcat);
     sdc_lora_state_free(f->lora); /* after the models: their weight copies point into it */
     free(f);
 }
@@ -244,6 +252,44 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
 
 /* ---- diffusion ---- */
 
+static sdc_status set_concat(void *self, const float *concat, int w, int h) {
+    sd_family *f = self;
+    size_t n = (size_t)f->n_concat * w * h;
+    float *c = malloc(n * sizeof(float));
+    if (!c) return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    memcpy(c, concat, n * sizeof(float));
+    free(f->concat);
+    f->concat = c;
+    f->concat_w = w;
+    f->concat_h = h;
+    return SDC_OK;
+}
+
+/* Inpainting UNets read [x | mask | masked latent] per batch item (sd.cpp concatenates
+ * c_concat after x on the channel axis, the same for the cond and uncond passes). */
+static sdc_status join_concat(sd_family *f, const float *x, int B, int w, int h,
+                              const float **xin) {
+    if (!f->n_concat) {
+        *xin = x;
+        return SDC_OK;
+    }
+    if (!f->concat || f->concat_w != w || f->concat_h != h)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "%s inpainting UNet: no mask/masked-image input for a %dx%d latent (the "
+                        "hires fix is not supported with this model)",
+                        sdc_model_family_name(f->fam), w, h);
+    size_t plane = (size_t)w * h, nx = (size_t)(4 + f->n_concat) * plane * B;
+    if (f->xcat_n < nx) {
+        free(f->xcat);
+        if (!(f->xcat = malloc(nx * sizeof(float))))
+            return f->xcat_n = 0, sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+        f->xcat_n = nx;
+    }
+    sdc_inpaint_join(x, 4, f->concat, f->n_concat, B, plane, f->xcat);
+    *xin = f->xcat;
+    return SDC_OK;
+}
+
 static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float *x, int B,
                                int width, int height, float timestep, const sdc_cond *const *conds,
                                float *out) {
@@ -251,6 +297,8 @@ static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float
     const sdc_unet_config *uc = sdc_unet_get_config(f->unet);
     int w = width / 8, h = height / 8;
     size_t plane_in = (size_t)uc->in_channels * w * h, plane_out = (size_t)uc->out_channels * w * h;
+    sdc_status js = join_concat(f, x, B, w, h, &x);
+    if (js != SDC_OK) return js;
     for (int b = 0; b < B; b++)
         if (conds[b]->ctx_dim != uc->context_dim ||
             (uc->adm_in_channels && conds[b]->n_pooled != uc->adm_in_channels))
@@ -540,7 +588,7 @@ static sdc_status probe_v(sd_family *f, bool *is_v) {
     sdc_backend *be = x && o && c ? sdc_backend_cpu_create(f->n_threads) : NULL;
     sdc_status s = be ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
     if (s == SDC_OK) {
-        for (size_t i = 0; i < nx; i++) x[i] = 0.5f;
+        for (size_t i = 0; i < nx; i++) x[i] = i < (size_t)4 * W * H ? 0.5f : 0.0f; /* concat 0 */
         for (size_t i = 0; i < (size_t)N_CTX * uc->context_dim; i++) c[i] = 0.5f;
         float t = 999.0f;
         s = sdc_unet_forward(f->unet, be, x, 1, W, H, &t, c, N_CTX, NULL, o, NULL, NULL);
@@ -607,6 +655,17 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
         else if (!(f->batch_y = malloc(2 * (size_t)f->adm * sizeof(float))))
             s = sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
     }
+    if (s == SDC_OK && uc->in_channels == 8)
+        s = sdc_fail(SDC_ERR_UNSUPPORTED,
+                     "%s: an 8-channel UNet (InstructPix2Pix, --img-cfg-scale) is not supported "
+                     "yet",
+                     sdc_model_family_name(fam));
+    else if (s == SDC_OK && uc->in_channels != 4 && uc->in_channels != 9)
+        s = sdc_fail(SDC_ERR_FORMAT,
+                     "%s UNet: %d input channels (input_blocks.0.0.weight); 4 (plain) or 9 "
+                     "(inpainting) expected",
+                     sdc_model_family_name(fam), uc->in_channels);
+    if (s == SDC_OK) f->n_concat = uc->in_channels - 4;
     if (s == SDC_OK) s = choose_prediction(f, a->params, &pred);
     if (s != SDC_OK) {
         family_free(f);
@@ -620,6 +679,9 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
                                      .size_multiple = 64,
                                      .alphas_cumprod = f->alphas,
                                      .n_alphas = f->n_alphas,
+                                     .sdcpp_mask = true,
+                                     .concat_channels = f->n_concat,
+                                     .set_concat = f->n_concat ? set_concat : NULL,
                                      .forward = unet_forward};
     out->first_stage = (sdc_first_stage){.self = f,
                                          .channels = 4,
@@ -637,8 +699,9 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
                       e ? " + " : "", cc->n_layers, cc->hidden);
     }
     if (n < (int)sizeof out->summary)
-        snprintf(out->summary + n, sizeof out->summary - n, "; %s%s, %s", f->vae ? "vae" : "",
-                 f->taesd ? " + taesd" : "", sdc_prediction_name(pred));
+        snprintf(out->summary + n, sizeof out->summary - n, "; %s%s, %s%s", f->vae ? "vae" : "",
+                 f->taesd ? " + taesd" : "", sdc_prediction_name(pred),
+                 f->n_concat ? ", inpainting (9 input channels)" : "");
     return SDC_OK;
 }
 

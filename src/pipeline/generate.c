@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "pipeline/hires.h"
+#include "pipeline/sd_inpaint.h"
 #include "pipeline/stages.h"
 #include "sampling/defaults.h"
 #include "sampling/denoiser.h"
@@ -242,6 +243,8 @@ static sdc_status encode_init(sdc_context *ctx, const sdc_generate_params *p, ge
     if (s == SDC_OK) s = sdc_stage_encode_image(ctx, p->init_image, &g->shape, g->noise, g->init);
     if (s == SDC_OK) SDC_LOGI("init image encoded in %.2fs", sdc_now_seconds() - t0);
     if (s != SDC_OK || !p->mask_image) return s;
+    if (ctx->m.diffusion.sdcpp_mask)
+        return sdc_inpaint_keep(ctx, p->mask_image, &g->shape, &g->keep);
     g->keep = malloc((size_t)g->shape.width * g->shape.height * sizeof(float));
     if (!g->keep) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
     sdc_stage_mask_to_keep(p->mask_image, ctx->m.first_stage.downscale, &g->shape, g->keep);
@@ -271,6 +274,10 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
     g->noise = malloc(bytes);
     if (!g->x || !g->noise) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
     if (p->init_image && (s = encode_init(ctx, p, g, seed)) != SDC_OK) return s;
+    if (ctx->m.diffusion.set_concat && /* inpainting UNets: mask + masked image latent */
+        (s = sdc_inpaint_set_concat(ctx, p->init_image, p->mask_image, &g->shape, g->rng_type,
+                                    seed)) != SDC_OK)
+        return s;
     double t0 = sdc_now_seconds();
     if ((s = sdc_stage_condition(ctx, p, p->cfg_scale != 1.0f, &g->cond, &g->uncond)) != SDC_OK)
         return s;
@@ -304,7 +311,8 @@ static sdc_status generate_one(sdc_context *ctx, const sdc_generate_params *p, g
                               .rng = srng ? srng : rng,
                               .init = g->init,
                               .keep = g->keep,
-                              .noise = g->noise};
+                              .noise = g->noise,
+                              .keep_x0 = ctx->m.diffusion.sdcpp_mask};
         s = sdc_stage_sample(ctx, p, &job, g->x);
     }
     float *hx = NULL; /* the hires pass's latent */

@@ -65,6 +65,13 @@ static sdc_status denoise(void *user, const float *x, float sigma, float *denois
         if (u) sdc_denoiser_combine(c_skip, c_out, x, u, u, n);
     }
     sdc_cfg_combine(&st->cfg, sigma, c, u, NULL, denoised, n);
+    if (job->keep && job->keep_x0) { /* sd.cpp: kept cells of x0 are the init latent */
+        int64_t plane = (int64_t)job->shape.width * job->shape.height;
+        for (int64_t i = 0; i < n; i++) {
+            float k = job->keep[i % plane];
+            if (k > 0.0f) denoised[i] = k * job->init[i] + (1.0f - k) * denoised[i];
+        }
+    }
     if (st->denoised) memcpy(st->denoised, denoised, (size_t)n * sizeof(float));
     if (uncond_out) memcpy(uncond_out, u ? u : c, (size_t)n * sizeof(float));
     char what[96];
@@ -75,7 +82,7 @@ static sdc_status denoise(void *user, const float *x, float sigma, float *denois
 /* Inpainting: cells to keep are reset to the init latent noised to the next sigma. */
 static void blend_known(sample_state *st, int step) {
     const sdc_sample_job *job = st->job;
-    if (!job->keep) return;
+    if (!job->keep || job->keep_x0) return;
     int64_t n = job->shape.n, plane = (int64_t)job->shape.width * job->shape.height;
     sdc_denoiser_noise_scaling(job->den, job->sigmas[step], job->noise, job->init, st->known, n);
     for (int64_t i = 0; i < n; i++) {
@@ -116,9 +123,10 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
     st.cfg.txt_cfg = job->cfg_scale;
     st.batch_x = malloc((size_t)n * 2 * sizeof(float));
     st.batch_out = malloc((size_t)n * 2 * sizeof(float));
-    st.known = job->keep ? malloc((size_t)n * sizeof(float)) : NULL;
+    st.known = job->keep && !job->keep_x0 ? malloc((size_t)n * sizeof(float)) : NULL;
     st.denoised = p->preview ? malloc((size_t)n * sizeof(float)) : NULL;
-    if (!st.batch_x || !st.batch_out || (job->keep && !st.known) || (p->preview && !st.denoised)) {
+    if (!st.batch_x || !st.batch_out || (job->keep && !job->keep_x0 && !st.known) ||
+        (p->preview && !st.denoised)) {
         free(st.batch_x), free(st.batch_out), free(st.known), free(st.denoised);
         return sdc_fail(SDC_ERR_NO_MEMORY, "sampling: out of memory");
     }

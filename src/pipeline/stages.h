@@ -34,6 +34,7 @@ typedef struct sdc_sample_job {
     const float *init;  /* img2img: the init image's latent, or NULL */
     const float *keep;  /* inpainting: per latent cell 1 = keep init, or NULL */
     const float *noise; /* the initial noise (inpainting re-noises known cells with it) */
+    bool keep_x0;       /* sd.cpp's blend: keep cells of each x0 prediction, not of x */
 } sdc_sample_job;
 
 /* Samples x (shape.n floats, in: x_T; out: the final latent). Stops with an error

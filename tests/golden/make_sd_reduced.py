@@ -2,8 +2,11 @@
 """Deterministic random-weight SD 2.x and SDXL checkpoints, reduced where sd.cpp allows, original single-file
 (LDM / SGM) layout.  numpy only.
 
+    python3 make_sd_reduced.py sd1        --seed 1101 OUT.safetensors    # ~0.42 GB, ~15 s
+    python3 make_sd_reduced.py sd1inpaint --seed 1109 OUT.safetensors    # the same with a 9-channel UNet input
     python3 make_sd_reduced.py sd2  --seed 2002 OUT.safetensors    # ~0.95 GB, ~30 s
     python3 make_sd_reduced.py sdxl --seed 3003 OUT.safetensors    # ~1.92 GB, ~60 s
+    python3 make_sd_reduced.py sd2inpaint|sdxlinpaint OUT          # seeds 2009 / 3009: 9-channel UNet input
     python3 make_sd_reduced.py sd2 --list                          # names, shapes, init rule; writes nothing
 
 Independent reference: the images these checkpoints give are compared with stable-diffusion.cpp's sd-cli
@@ -14,6 +17,11 @@ What is reduced, and why only that: sd.cpp (97d29908) reads from the weights onl
 (`decoder.conv_in`); everything else is fixed per version: UNet channel_mult / res blocks / transformer depth /
 head_dim 64, and every text encoder's width, heads and layer count (all its tensors must be in the file).
 So the text encoders are full size (the bulk of the file) and only the UNet is narrow:
+  sd1   cond_stage_model.transformer.text_model.*   CLIP ViT-L/14 text, HF layout (12 layers, 768)
+        model.diffusion_model.*    UNet model_channels 64 (sd.cpp SD1: channel_mult 1,2,4,4, 2 res blocks,
+                                   depth 1, 8 heads, 1x1-conv proj_in/proj_out), context 768; sd1inpaint: the
+                                   same with 9 input channels (latent + mask + masked-image latent), as the
+                                   sd-v1-5-inpainting checkpoint
   sd2   cond_stage_model.model.*   OpenCLIP ViT-H/14 text (24 layers, 1024 wide, 16 heads, mlp 4096, OpenCLIP
                                    layout: token_embedding, positional_embedding, transformer.resblocks.N.{ln_1,
                                    attn.in_proj_weight/bias, attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_final,
@@ -54,8 +62,9 @@ VAE = "first_stage_model."
 SPECIAL_GAIN = {VAE + "decoder.conv_in.weight": 1.0 / 64.0}
 
 
-def unet_tensors(mc, mult, attn_depth, mid_depth, ctx, adm):
-    """LDM UNetModel keys; attn_depth[level] = transformer depth (0: no attention), linear proj_in/out."""
+def unet_tensors(mc, mult, attn_depth, mid_depth, ctx, adm, in_ch=4, linear=True):
+    """LDM UNetModel keys; attn_depth[level] = transformer depth (0: no attention); proj_in/out linear
+    (SD2, SDXL) or 1x1 convolutions (SD1)."""
     t = []
     temb = 4 * mc
 
@@ -73,7 +82,7 @@ def unet_tensors(mc, mult, attn_depth, mid_depth, ctx, adm):
 
     def xf(p, c, depth):
         add(p + "norm.weight", c), add(p + "norm.bias", c)
-        add(p + "proj_in.weight", c, c), add(p + "proj_in.bias", c)
+        add(p + "proj_in.weight", *([c, c] if linear else [c, c, 1, 1])), add(p + "proj_in.bias", c)
         for d in range(depth):
             b = p + f"transformer_blocks.{d}."
             add(b + "attn1.to_q.weight", c, c), add(b + "attn1.to_k.weight", c, c), add(b + "attn1.to_v.weight", c, c)
@@ -85,14 +94,14 @@ def unet_tensors(mc, mult, attn_depth, mid_depth, ctx, adm):
             add(b + "attn2.to_out.0.weight", c, c), add(b + "attn2.to_out.0.bias", c)
             for k in ("norm1", "norm2", "norm3"):
                 add(b + k + ".weight", c), add(b + k + ".bias", c)
-        add(p + "proj_out.weight", c, c), add(p + "proj_out.bias", c)
+        add(p + "proj_out.weight", *([c, c] if linear else [c, c, 1, 1])), add(p + "proj_out.bias", c)
 
     add("time_embed.0.weight", temb, mc), add("time_embed.0.bias", temb)
     add("time_embed.2.weight", temb, temb), add("time_embed.2.bias", temb)
     if adm:
         add("label_emb.0.0.weight", temb, adm), add("label_emb.0.0.bias", temb)
         add("label_emb.0.2.weight", temb, temb), add("label_emb.0.2.bias", temb)
-    add("input_blocks.0.0.weight", mc, 4, 3, 3), add("input_blocks.0.0.bias", mc)
+    add("input_blocks.0.0.weight", mc, in_ch, 3, 3), add("input_blocks.0.0.bias", mc)
     hs, ch, ib = [mc], mc, 1
     for lvl, m in enumerate(mult):
         for _ in range(2):
@@ -216,13 +225,16 @@ def openclip_tensors(prefix, d, ff, layers, proj):
 
 
 def model_tensors(kind):
-    if kind == "sd2":
+    if kind in ("sd1", "sd1inpaint"):
+        te = hf_clip_tensors("cond_stage_model.transformer.text_model.", 768, 3072, 12)
+        un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 768, 0, 9 if kind == "sd1inpaint" else 4, False)
+    elif kind in ("sd2", "sd2inpaint"):
         te = openclip_tensors("cond_stage_model.model.", 1024, 4096, 24, 1024)
-        un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 1024, 0)
+        un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 1024, 0, 9 if kind == "sd2inpaint" else 4)
     else:
         te = hf_clip_tensors("conditioner.embedders.0.transformer.text_model.", 768, 3072, 12)
         te += openclip_tensors("conditioner.embedders.1.model.", 1280, 5120, 32, 1280)
-        un = unet_tensors(32, [1, 2, 4], [0, 2, 10], 10, 2048, 2816)
+        un = unet_tensors(32, [1, 2, 4], [0, 2, 10], 10, 2048, 2816, 9 if kind == "sdxlinpaint" else 4)
     return te + un + vae_tensors(128, 128)
 
 
@@ -310,12 +322,13 @@ def write(path, kind, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("kind", choices=["sd2", "sdxl"])
+    ap.add_argument("kind", choices=["sd1", "sd1inpaint", "sd2", "sd2inpaint", "sdxl", "sdxlinpaint"])
     ap.add_argument("out", nargs="?")
     ap.add_argument("--seed", type=int, default=None, help="default 2002 (sd2) / 3003 (sdxl)")
     ap.add_argument("--list", action="store_true", help="print name, dtype, shape, init rule; write nothing")
     a = ap.parse_args()
-    seed = a.seed if a.seed is not None else (2002 if a.kind == "sd2" else 3003)
+    seed = a.seed if a.seed is not None else {"sd1": 1101, "sd1inpaint": 1109, "sd2": 2002, "sd2inpaint": 2009, "sdxl": 3003,
+                                               "sdxlinpaint": 3009}[a.kind]
     if a.list:
         cnt = {}
         for name, dt, shape in layout(a.kind):

@@ -357,13 +357,13 @@ static void test_api_and_defaults(void) {
                   "%s: duplicate", d->id);
         CHECK(sdc_registry_find_name(d->id) == d, "find_name %s", d->id);
     }
-    CHECK(impl == 5 &&
+    CHECK(impl == 8 && /* and the SD 1.x / 2.x / XL inpainting UNets */
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_MINIT2I) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SD1) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SD2) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SDXL) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_QWEN_IMAGE) - sdc_registry_at(0)),
-          "MiniT2I, SD 1.x, SD 2.x, SDXL and Qwen Image are implemented (%d)", impl);
+          "MiniT2I, SD 1.x, SD 2.x, SDXL (+ inpaint) and Qwen Image are implemented (%d)", impl);
     CHECK(sdc_family_name(-1) == NULL && sdc_family_name(sdc_family_count()) == NULL, "range");
     for (int f = 0; f < SDC_FAMILY_COUNT; f++)
         CHECK(sdc_registry_find((sdc_model_family)f) != NULL, "family %s has no entry",
