@@ -31,6 +31,7 @@
 #define PREFIX_CLIP_G "text_encoders.clip_g.transformer."
 #define PREFIX_VAE    "vae."
 #define PREFIX_TAESD  "tae."
+#define PREFIX_LLM    "text_encoders.llm."
 
 void sdc_context_params_init(sdc_context_params *p) {
     memset(p, 0, sizeof *p);
@@ -164,6 +165,7 @@ static sdc_status open_files(sdc_context *ctx, const sdc_context_params *p) {
         const char *path, *prefix;
     } more[] = {{p->clip_l_path, PREFIX_CLIP_L},
                 {p->clip_g_path, PREFIX_CLIP_G},
+                {p->llm_path, PREFIX_LLM},
                 {p->vae_path, PREFIX_VAE},
                 {p->taesd_path, PREFIX_TAESD}};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)

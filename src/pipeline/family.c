@@ -21,6 +21,8 @@ sdc_family_load_fn sdc_family_loader(sdc_model_family f) {
         return sdc_family_load_sd2;
     case SDC_FAMILY_SDXL:
         return sdc_family_load_sdxl;
+    case SDC_FAMILY_QWEN_IMAGE:
+        return sdc_family_load_qwen_image;
     default:
         return NULL;
     }

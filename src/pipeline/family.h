@@ -130,6 +130,7 @@ sdc_status sdc_family_load_minit2i(const sdc_family_load_args *a, sdc_family_mod
 sdc_status sdc_family_load_sd1(const sdc_family_load_args *a, sdc_family_modules *out);
 sdc_status sdc_family_load_sd2(const sdc_family_load_args *a, sdc_family_modules *out);
 sdc_status sdc_family_load_sdxl(const sdc_family_load_args *a, sdc_family_modules *out);
+sdc_status sdc_family_load_qwen_image(const sdc_family_load_args *a, sdc_family_modules *out);
 
 /* First stage of pixel-space families: latent = pixels. */
 void sdc_first_stage_identity(sdc_first_stage *fs);

@@ -34,6 +34,10 @@
     { SDC_ROLE_CLIP_G, "text_encoders.clip_g.transformer.", NULL, req, "OpenCLIP ViT-bigG/14 text" }
 #define C_VAE(req, what)                                                                           \
     { SDC_ROLE_VAE, "first_stage_model.", NULL, req, what }
+/* a VAE that split files give with --vae, which the context loads under "vae." (the family
+ * looks there and under first_stage_model.) */
+#define C_VAE_FILE(what)                                                                           \
+    { SDC_ROLE_VAE, "first_stage_model.", "vae.", true, what }
 #define C_TAESD                                                                                    \
     {                                                                                              \
         SDC_ROLE_TAESD, "tae.", NULL, false,                                                       \
@@ -164,13 +168,13 @@ static const sdc_family_desc k_families[] = {
     {"Qwen Image Layered", "qwen_image_layered", SDC_FAMILY_QWEN_IMAGE, false, false, LATENT, 16,
      1024, 1024, "RGBA layer decomposition of a reference image (-r)",
      COMPS(C_DIT("Qwen-Image MMDiT"), C_LLM("Qwen2.5-VL 7B (vision unused)"),
-           C_VAE(true, "Qwen-Image-Layered VAE (Wan2.1 layout, RGBA, 16 latent channels)")),
+           C_VAE_FILE("Qwen-Image-Layered VAE (Wan2.1 layout, RGBA, 16 latent channels)")),
      RULES(R(QWEN_KEY), R(DIT "time_text_embed.addition_t_embedding.weight"))},
-    {"Qwen Image", "qwen_image", SDC_FAMILY_QWEN_IMAGE, false, false, LATENT, 16, 1024, 1024,
+    {"Qwen Image", "qwen_image", SDC_FAMILY_QWEN_IMAGE, true, false, LATENT, 16, 1024, 1024,
      "Qwen-Image and Qwen-Image-Edit / 2509 / 2511: same tensors, not told apart by weights",
      COMPS(C_DIT("Qwen-Image MMDiT"), C_LLM("Qwen2.5-VL 7B"),
            C_LLM_VISION("Qwen2.5-VL vision (edit, when not in the --llm file)"),
-           C_VAE(true, "Qwen-Image VAE (Wan2.1 layout, 16 latent channels)")),
+           C_VAE_FILE("Qwen-Image VAE (Wan2.1 layout, 16 latent channels)")),
      RULES(R(QWEN_KEY))},
     {"Hunyuan Video", "hunyuan_video", SDC_FAMILY_HUNYUAN_VIDEO, false, true, LATENT, 32, 1280, 720,
      NULL,

@@ -1,0 +1,235 @@
+/* Qwen-Image in the pipeline's roles (sd.cpp: stable-diffusion.cpp, conditioner.hpp
+ * LLMEmbedder, qwen_image.hpp): the conditioner is the Qwen2.5-VL LLM over the prompt
+ * template (its first 34 states dropped; the negative prompt, empty by default, is the
+ * unconditional branch of true CFG), the diffusion model the MMDiT (a rectified-flow
+ * velocity at t = sigma * 1000), the first stage the Wan2.1 VAE with Qwen-Image's
+ * per-channel latent mean/std (latents are (z - mean) / std, 16 channels at /8). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/log.h"
+#include "io/model_loader.h"
+#include "models/qwen25vl_llm.h"
+#include "models/qwen_image_dit.h"
+#include "models/wan_vae.h"
+#include "pipeline/family.h"
+#include "text/qwen2_tokenizer.h"
+
+#define PREFIX_DIT "model.diffusion_model."
+#define PREFIX_LLM "text_encoders.llm."
+
+typedef struct qwen_family {
+    sdc_qwen_dit *dit;
+    sdc_qwen25vl_llm *llm;
+    sdc_qwen2_tokenizer *tok;
+    sdc_wan_vae *vae;
+    sdc_weight_source ws;
+} qwen_family;
+
+static sdc_tensor *find_weight(void *user, const char *name) {
+    return sdc_loader_find((sdc_loader *)user, name);
+}
+
+static void family_free(void *state) {
+    qwen_family *f = state;
+    if (!f) return;
+    sdc_qwen_dit_free(f->dit);
+    sdc_qwen25vl_llm_free(f->llm);
+    sdc_qwen2_tokenizer_free(f->tok);
+    sdc_wan_vae_free(f->vae);
+    free(f);
+}
+
+static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_cond_args *a,
+                              sdc_cond *out) {
+    qwen_family *f = self;
+    memset(out, 0, sizeof *out);
+    float *ctx = NULL;
+    int n = 0;
+    sdc_status s =
+        sdc_qwen_image_encode_prompt(f->llm, env->backend, f->tok, a->prompt ? a->prompt : "", &ctx,
+                                     &n, env->eval_cb, env->eval_user);
+    if (s != SDC_OK) return s;
+    out->ctx = ctx;
+    out->n_ctx = out->n_tokens = n;
+    out->ctx_dim = sdc_qwen25vl_llm_get_config(f->llm)->hidden;
+    return SDC_OK;
+}
+
+/* One DiT evaluation per batch item: cond and uncond have different text lengths (the
+ * DiT's text stream is not padded, as in sd.cpp, which runs them apart too). */
+static sdc_status dit_forward(void *self, const sdc_stage_env *env, const float *x, int B,
+                              int width, int height, float timestep, const sdc_cond *const *conds,
+                              float *out) {
+    qwen_family *f = self;
+    const sdc_qwen_dit_config *c = sdc_qwen_dit_get_config(f->dit);
+    int w = width / 8, h = height / 8;
+    size_t n = (size_t)c->latent_channels * w * h;
+    for (int b = 0; b < B; b++) {
+        if (conds[b]->ctx_dim != c->txt_dim)
+            return sdc_fail(SDC_ERR_INTERNAL, "qwen_image: conditioning width %d, DiT reads %d",
+                            conds[b]->ctx_dim, c->txt_dim);
+        sdc_qwen_dit_input in = {.x = x + b * n,
+                                 .B = 1,
+                                 .frames = 1,
+                                 .w = w,
+                                 .h = h,
+                                 .t = &timestep,
+                                 .ctx = conds[b]->ctx,
+                                 .n_ctx = conds[b]->n_ctx};
+        sdc_status s = sdc_qwen_dit_forward(f->dit, env->backend, &in, out + b * n, env->eval_cb,
+                                            env->eval_user);
+        if (s != SDC_OK) return s;
+    }
+    return SDC_OK;
+}
+
+static sdc_status fs_encode(void *self, const sdc_stage_env *env, const float *pixels, int width,
+                            int height, const float *noise, float *latent) {
+    qwen_family *f = self;
+    const sdc_wan_vae_config *vc = sdc_wan_vae_get_config(f->vae);
+    if (!vc->has_encoder || vc->image_channels != 3)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "qwen_image: the VAE cannot encode an RGB image (%s, %d channels)",
+                        vc->has_encoder ? "has an encoder" : "no encoder", vc->image_channels);
+    int64_t n = (int64_t)vc->z_channels * (width / 8) * (height / 8);
+    float *moments = malloc(2 * (size_t)n * sizeof(float));
+    if (!moments) return sdc_fail(SDC_ERR_NO_MEMORY, "vae encode: out of memory");
+    sdc_status s = sdc_wan_vae_encode(f->vae, env->backend, pixels, width, height, moments,
+                                      env->eval_cb, env->eval_user);
+    if (s == SDC_OK) {
+        if (noise)
+            sdc_wan_vae_sample(moments, noise, vc->z_channels, n / vc->z_channels, latent);
+        else
+            memcpy(latent, moments, (size_t)n * sizeof(float));
+        sdc_wan_vae_latents_from_vae(latent, n / vc->z_channels);
+    }
+    free(moments);
+    return s;
+}
+
+static sdc_status fs_decode(void *self, const sdc_stage_env *env, const float *latent, int width,
+                            int height, float *pixels) {
+    qwen_family *f = self;
+    const sdc_wan_vae_config *vc = sdc_wan_vae_get_config(f->vae);
+    int w = width / 8, h = height / 8;
+    size_t n = (size_t)vc->z_channels * w * h;
+    if (vc->image_channels != 3)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "qwen_image: the VAE decodes %d channels (a Layered VAE?); plain "
+                        "Qwen-Image needs the RGB VAE",
+                        vc->image_channels);
+    float *z = malloc(n * sizeof(float));
+    if (!z) return sdc_fail(SDC_ERR_NO_MEMORY, "vae decode: out of memory");
+    memcpy(z, latent, n * sizeof(float));
+    sdc_wan_vae_latents_to_vae(z, (int64_t)w * h);
+    sdc_status s =
+        sdc_wan_vae_decode(f->vae, env->backend, z, w, h, pixels, env->eval_cb, env->eval_user);
+    free(z);
+    return s;
+}
+
+static bool is_file_or_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The Qwen2 tokenizer: sd.cpp embeds its vocabulary; we read tokenizer.json / vocab.json
+ * / merges.txt from a `tokenizer/` folder next to the --llm file (or -m), else from its
+ * folder (the layout of a Hugging Face text_encoder + tokenizer download). */
+static sdc_status load_tokenizer(const char *llm_path, sdc_qwen2_tokenizer **out) {
+    *out = NULL;
+    if (!llm_path)
+        return sdc_fail(SDC_ERR_INVALID_ARG,
+                        "Qwen Image: no file to find the Qwen2 tokenizer next to: pass --llm");
+    char dir[4096], cand[4200];
+    snprintf(dir, sizeof dir, "%s", llm_path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    const char *tries[] = {"tokenizer", "../tokenizer", "tokenizer.json", "vocab.json",
+                           "merges.txt"};
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        snprintf(cand, sizeof cand, "%s/%s", dir, tries[i]);
+        if (!is_file_or_dir(cand)) continue;
+        sdc_status s = sdc_qwen2_tokenizer_load(cand, out);
+        if (s == SDC_OK) SDC_LOGI("qwen2 tokenizer: %s", cand);
+        return s;
+    }
+    return sdc_fail(SDC_ERR_IO,
+                    "Qwen Image: no Qwen2 tokenizer next to the LLM %s (looked for tokenizer/, "
+                    "../tokenizer/, tokenizer.json, vocab.json, merges.txt in %s)",
+                    llm_path, dir);
+}
+
+static sdc_status load_parts(qwen_family *f, const sdc_family_load_args *a) {
+    const sdc_context_params *p = a->params;
+    sdc_qwen_dit_options opt = {.positions = SDC_QWEN_POS_SDCPP, .ggml_numerics = true};
+    sdc_status s = sdc_qwen_dit_load(&f->ws, PREFIX_DIT, &opt, &f->dit);
+    if (s == SDC_OK && sdc_qwen_dit_get_config(f->dit)->layered)
+        s = sdc_fail(SDC_ERR_UNSUPPORTED, "Qwen Image Layered is not supported yet");
+    if (s == SDC_OK) s = sdc_qwen25vl_llm_load(&f->ws, PREFIX_LLM, 0, &f->llm);
+    if (s == SDC_OK) sdc_qwen25vl_llm_set_sdcpp_numerics(f->llm, true);
+    const char *vp = sdc_wan_vae_detect(&f->ws, "vae.")                 ? "vae."
+                     : sdc_wan_vae_detect(&f->ws, "first_stage_model.") ? "first_stage_model."
+                                                                        : NULL;
+    if (s == SDC_OK && !vp)
+        s = sdc_fail(SDC_ERR_INVALID_ARG,
+                     "Qwen Image: no Wan VAE in the files (looked under 'vae.' and "
+                     "'first_stage_model.'): pass it with --vae");
+    if (s == SDC_OK) s = sdc_wan_vae_load(&f->ws, vp, &f->vae);
+    if (s == SDC_OK) s = load_tokenizer(p->llm_path ? p->llm_path : p->model_path, &f->tok);
+    if (s != SDC_OK) return s;
+    const sdc_qwen_dit_config *c = sdc_qwen_dit_get_config(f->dit);
+    const sdc_qwen25vl_llm_config *lc = sdc_qwen25vl_llm_get_config(f->llm);
+    const sdc_wan_vae_config *vc = sdc_wan_vae_get_config(f->vae);
+    if (lc->hidden != c->txt_dim)
+        return sdc_fail(SDC_ERR_FORMAT, "Qwen Image: LLM width %d does not match the DiT's %d",
+                        lc->hidden, c->txt_dim);
+    if (vc->z_channels != c->latent_channels || vc->z_channels != 16 || vc->scale != 8 ||
+        !vc->has_decoder)
+        return sdc_fail(SDC_ERR_FORMAT,
+                        "Qwen Image: the VAE (%d latent channels, /%d%s) does not fit the DiT "
+                        "(%d channels)",
+                        vc->z_channels, vc->scale, vc->has_decoder ? "" : ", no decoder",
+                        c->latent_channels);
+    return SDC_OK;
+}
+
+sdc_status sdc_family_load_qwen_image(const sdc_family_load_args *a, sdc_family_modules *out) {
+    memset(out, 0, sizeof *out);
+    qwen_family *f = calloc(1, sizeof *f);
+    if (!f) return sdc_fail(SDC_ERR_NO_MEMORY, "qwen_image: out of memory");
+    f->ws.find = find_weight;
+    f->ws.user = a->weights;
+    sdc_status s = load_parts(f, a);
+    if (s != SDC_OK) {
+        family_free(f);
+        return s;
+    }
+    const sdc_qwen_dit_config *c = sdc_qwen_dit_get_config(f->dit);
+    const sdc_qwen25vl_llm_config *lc = sdc_qwen25vl_llm_get_config(f->llm);
+    const sdc_wan_vae_config *vc = sdc_wan_vae_get_config(f->vae);
+    out->state = f;
+    out->free_state = family_free;
+    out->cond = (sdc_conditioner){.self = f, .encode = cond_encode};
+    out->diffusion = (sdc_diffusion){.self = f,
+                                     .prediction = SDC_PRED_SD3_FLOW,
+                                     .size_multiple = 8 * c->patch,
+                                     .forward = dit_forward};
+    out->first_stage = (sdc_first_stage){.self = f,
+                                         .channels = vc->z_channels,
+                                         .downscale = vc->scale,
+                                         .encode = fs_encode,
+                                         .decode = fs_decode};
+    snprintf(out->summary, sizeof out->summary,
+             "qwen_image: %d layers, hidden %d (%d x %d), patch %d; llm: %d layers, hidden %d; "
+             "wan vae: base %d, %d image channels",
+             c->n_layers, c->hidden, c->heads, c->head_dim, c->patch, lc->n_layers, lc->hidden,
+             vc->base_dim, vc->image_channels);
+    return SDC_OK;
+}

@@ -1,0 +1,142 @@
+/* Qwen-Image end to end through the public API against sd.cpp's own PNGs (golden
+ * qwen_image/: sd-cli 97d29908 on the random-weight checkpoints of
+ * ../shared/tools/make_qwen_image_random.py, seed 1001; README there). The checkpoints (5.4
+ * GB) are not stored and not generated here: the test looks for them in
+ * $SDC_QWEN_IMAGE_DIR (DiT + VAE; default ../qwen_ckpt beside the checkout) and
+ * $SDC_QWEN_LLM_DIR (the LLM; default ../qwen_llm_ckpt, or $SDC_QWEN_IMAGE_DIR when that is
+ * set) and is skipped without them. The golden stand-in Qwen2 tokenizer is linked next to the LLM
+ * (the family reads tokenizer/ beside the --llm file). Every case must be within 3/255 per
+ * pixel and channel. Each case takes one to two minutes on 2 cores: $SDC_QWEN_CASES picks
+ * them ("a2,a3", "all"; default a1). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/image.h"
+#include "sdc.h"
+#include "sdcpp_png.h"
+#include "test_util.h"
+
+static bool exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* dir/file into buf; false (and says so) when absent. */
+static bool find_ckpt(const char *dir, const char *file, char *buf, size_t n) {
+    snprintf(buf, n, "%s/%s", dir, file);
+    if (exists(buf)) return true;
+    printf("missing %s\n", buf);
+    return false;
+}
+
+/* A folder holding links to the LLM and the golden tokenizer (tokenizer/ beside it). */
+static bool llm_with_tokenizer(const char *llm, char *out, size_t n) {
+    char dir[512], tok[600];
+    snprintf(dir, sizeof dir, "%s/qwen_image_llm", SDC_BINARY_DIR);
+    snprintf(out, n, "%s/llm.safetensors", dir);
+    snprintf(tok, sizeof tok, "%s/tokenizer", dir);
+    mkdir(dir, 0755);
+    unlink(out);
+    unlink(tok);
+    if (symlink(llm, out) != 0 || symlink(GOLDEN("qwen_image/tokenizer"), tok) != 0) {
+        printf("cannot link the LLM and tokenizer into %s\n", dir);
+        return false;
+    }
+    return true;
+}
+
+static bool wanted(const char *id) {
+    const char *list = getenv("SDC_QWEN_CASES");
+    if (!list) list = "a1";
+    if (!strcmp(list, "all")) return true;
+    size_t k = strlen(id);
+    for (const char *p = list; (p = strstr(p, id)) != NULL; p += k)
+        if ((p == list || p[-1] == ',') && (p[k] == ',' || p[k] == '\0')) return true;
+    return false;
+}
+
+static int run_plain(const cJSON *runs, const char *dit, const char *llm, const char *vae) {
+    sdc_context_params cp;
+    sdc_context_params_init(&cp);
+    cp.diffusion_model_path = dit;
+    cp.llm_path = llm;
+    cp.vae_path = vae;
+    cp.n_threads = 2;
+    cp.flow_shift = 3.0f; /* every run's --flow-shift */
+    sdc_context *ctx = NULL;
+    CHECK(sdc_context_create(&cp, &ctx) == SDC_OK, "context: %s", sdc_last_error());
+    if (!ctx) return 0;
+    printf("loaded: %s\n", sdc_context_describe(ctx));
+    int compared = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, runs) {
+        const char *id = jstr(run, "id");
+        if (strcmp(jstr(run, "variant"), "plain") || jnum(run, "rc") != 0 || !wanted(id)) continue;
+        sdc_generate_params p;
+        sdc_generate_params_init(&p);
+        p.prompt = jstr(run, "prompt");
+        p.negative_prompt = jstr(run, "negative_prompt");
+        p.width = (int)jnum(run, "W");
+        p.height = (int)jnum(run, "H");
+        p.steps = (int)jnum(run, "steps");
+        p.cfg_scale = (float)jnum(run, "cfg");
+        p.seed = (int64_t)jnum(run, "seed");
+        p.sampling_method = jstr(run, "sampler");
+        sdc_image *img = NULL;
+        int n = 0;
+        sdc_status s = sdc_generate_image(ctx, &p, &img, &n);
+        CHECK(s == SDC_OK && n == 1, "%s: generate: %s", id, sdc_last_error());
+        if (s == SDC_OK) {
+            char png[1024];
+            snprintf(png, sizeof png, "%s", GOLDEN("qwen_image/png/"));
+            strncat(png, id, sizeof png - strlen(png) - 5);
+            strcat(png, ".png");
+            printf("%s (plain, %d steps, seed %lld, cfg %.1f): ", id, p.steps, (long long)p.seed,
+                   (double)p.cfg_scale);
+            compare(id, img, png, 3, 0);
+            compared++;
+        }
+        sdc_free_images(img, n);
+    }
+    sdc_context_free(ctx);
+    return compared;
+}
+
+int main(void) {
+#ifdef SDC_SANITIZED
+    printf("SKIP: Qwen-Image runs with full-width text encoder and DiT are too slow under the "
+           "sanitizers\n");
+    return 77;
+#endif
+    const char *dir = getenv("SDC_QWEN_IMAGE_DIR");
+    const char *llm_dir = getenv("SDC_QWEN_LLM_DIR");
+    if (!dir) dir = SDC_SOURCE_DIR "/../qwen_ckpt"; /* beside the checkout, as test_wan_vae */
+    if (!llm_dir && !getenv("SDC_QWEN_IMAGE_DIR")) llm_dir = SDC_SOURCE_DIR "/../qwen_llm_ckpt";
+    if (!llm_dir) llm_dir = dir;
+    char dit[1024], vae[1024], llm_file[1024], llm[1024];
+    if (!find_ckpt(dir, "qwen_image_dit_1001.safetensors", dit, sizeof dit) ||
+        !find_ckpt(dir, "qwen_image_vae_1001.safetensors", vae, sizeof vae) ||
+        !find_ckpt(llm_dir, "qwen25vl_llm_1001.safetensors", llm_file, sizeof llm_file)) {
+        printf("SKIP: the Qwen-Image checkpoints are not there (make_qwen_image_random.py "
+               "weights --seed 1001 --out-dir DIR; SDC_QWEN_IMAGE_DIR=DIR)\n");
+        return 77;
+    }
+    if (!llm_with_tokenizer(llm_file, llm, sizeof llm)) return 77;
+    char *text = (char *)t_read_file(GOLDEN("qwen_image/runs.json"), NULL);
+    CHECK(text != NULL, "runs.json readable");
+    if (!text) TEST_MAIN_END();
+    cJSON *root = cJSON_Parse(text);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    int expected = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, runs) expected +=
+        !strcmp(jstr(run, "variant"), "plain") && jnum(run, "rc") == 0 && wanted(jstr(run, "id"));
+    int compared = run_plain(runs, dit, llm, vae);
+    CHECK(compared == expected && expected > 0, "compared %d of %d plain runs", compared, expected);
+    cJSON_Delete(root);
+    free(text);
+    TEST_MAIN_END();
+}
