@@ -1,6 +1,7 @@
 /* CLIP BPE tokenizer: vocabulary + merges (from vocab.json/merges.txt, tokenizer.json, the
  * OpenAI .txt.gz, or merges alone) and the HF CLIPTokenizerFast encode. */
 #include "text/clip_tokenizer.h"
+#include "text/bpe_heap.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -757,41 +758,6 @@ static sdc_status normalize_sdcpp(const char *s, size_t len, int32_t **out, size
     *out = o;
     *n_out = m;
     return SDC_OK;
-}
-
-typedef struct {
-    int32_t rank, pos, a, b, id;
-} merge_cand;
-
-static int cand_less(const merge_cand *x, const merge_cand *y) {
-    return x->rank < y->rank || (x->rank == y->rank && x->pos < y->pos);
-}
-
-static void heap_push(merge_cand *h, int *n, merge_cand c) {
-    int i = (*n)++;
-    h[i] = c;
-    while (i > 0 && cand_less(&h[i], &h[(i - 1) / 2])) {
-        merge_cand t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
-
-static merge_cand heap_pop(merge_cand *h, int *n) {
-    merge_cand top = h[0];
-    h[0] = h[--(*n)];
-    for (int i = 0;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < *n && cand_less(&h[l], &h[m])) m = l;
-        if (r < *n && cand_less(&h[r], &h[m])) m = r;
-        if (m == i) break;
-        merge_cand t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-    return top;
 }
 
 /* BPE of one word (its UTF-8 bytes): lowest rank first, leftmost among equal ranks (HF). */

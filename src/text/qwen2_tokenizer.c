@@ -1,6 +1,7 @@
 /* Qwen2 byte-level BPE: vocabulary, merges and added tokens from tokenizer.json, vocab.json +
  * merges.txt or merges alone, and the Hugging Face encode (see qwen2_tokenizer.h). */
 #include "text/qwen2_tokenizer.h"
+#include "text/bpe_heap.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -859,41 +860,6 @@ static int ivec_push(ivec *a, int32_t x) {
     }
     a->v[a->n++] = x;
     return 1;
-}
-
-typedef struct {
-    int32_t rank, pos, a, b, id;
-} merge_cand;
-
-static int cand_less(const merge_cand *x, const merge_cand *y) {
-    return x->rank < y->rank || (x->rank == y->rank && x->pos < y->pos);
-}
-
-static void heap_push(merge_cand *h, int *n, merge_cand c) {
-    int i = (*n)++;
-    h[i] = c;
-    while (i > 0 && cand_less(&h[i], &h[(i - 1) / 2])) {
-        merge_cand t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
-
-static merge_cand heap_pop(merge_cand *h, int *n) {
-    merge_cand top = h[0];
-    h[0] = h[--(*n)];
-    for (int i = 0;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < *n && cand_less(&h[l], &h[m])) m = l;
-        if (r < *n && cand_less(&h[r], &h[m])) m = r;
-        if (m == i) break;
-        merge_cand t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-    return top;
 }
 
 static void push_pair(const sdc_qwen2_tokenizer *t, merge_cand *heap, int *hn, int pos, int32_t a,
