@@ -4,11 +4,40 @@
 #define SDC_TESTS_SDCPP_PNG_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "io/image.h"
 #include "sdc.h"
 #include "test_util.h"
+
+/* A reduced random checkpoint of one kind (tests/golden/make_sd_reduced.py: "sd2", "sdxl",
+ * "sd1inpaint", ...) in $SDC_SD_REDUCED_DIR (default BUILD/sd_reduced): found, or generated
+ * there (never a half-written file); false if neither. */
+static inline bool sdcpp_reduced_checkpoint(const char *kind, const char *file, char *path,
+                                            size_t n) {
+    const char *dir = getenv("SDC_SD_REDUCED_DIR");
+    char def[512];
+    snprintf(def, sizeof def, "%s/sd_reduced", SDC_BINARY_DIR);
+    if (!dir) dir = def;
+    snprintf(path, n, "%s/%s", dir, file);
+    struct stat st;
+    if (stat(path, &st) == 0) return true;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s.part' "
+             ">/dev/null && mv '%s.part' '%s'",
+             dir, SDC_SOURCE_DIR, kind, path, path, path);
+    printf("generating %s: %s\n", path, cmd);
+    fflush(stdout);
+    if (system(cmd) != 0 || stat(path, &st) != 0) {
+        printf("could not generate %s (needs python3 with numpy)\n", path);
+        return false;
+    }
+    return true;
+}
 
 static inline const char *jstr(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);

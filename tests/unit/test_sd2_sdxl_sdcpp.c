@@ -20,29 +20,6 @@
 #include "sdcpp_png.h"
 #include "test_util.h"
 
-/* The checkpoint of one kind ("sd2", "sdxl"): found or generated; false if neither. */
-static bool checkpoint(const char *kind, const char *file, char *path, size_t n) {
-    const char *dir = getenv("SDC_SD_REDUCED_DIR");
-    char def[512];
-    snprintf(def, sizeof def, "%s/sd_reduced", SDC_BINARY_DIR);
-    if (!dir) dir = def;
-    snprintf(path, n, "%s/%s", dir, file);
-    struct stat st;
-    if (stat(path, &st) == 0) return true;
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s.part' "
-             ">/dev/null && mv '%s.part' '%s'",
-             dir, SDC_SOURCE_DIR, kind, path, path, path); /* never a half-written file */
-    printf("generating %s: %s\n", path, cmd);
-    fflush(stdout);
-    if (system(cmd) != 0 || stat(path, &st) != 0) {
-        printf("could not generate %s (needs python3 with numpy)\n", path);
-        return false;
-    }
-    return true;
-}
-
 /* sd.cpp's sampler states for the SD2 v runs (tests/golden/pack_sd2v_latents.py): the latent
  * after every step, compared with sdc's through the public latent callback. This checks the
  * v path (scalings, timesteps, schedule at every step) at the latent, where a formula slip
@@ -179,7 +156,7 @@ int main(void) {
     int compared = 0, expected = cJSON_GetArraySize(runs), have = 0;
     for (int k = 0; k < 2; k++) {
         char model[1024];
-        if (!checkpoint(kinds[k].kind, kinds[k].file, model, sizeof model)) continue;
+        if (!sdcpp_reduced_checkpoint(kinds[k].kind, kinds[k].file, model, sizeof model)) continue;
         have++;
         /* one context per --prediction value the runs use */
         const char *preds[8];

@@ -17,28 +17,6 @@
 #include "sdcpp_png.h"
 #include "test_util.h"
 
-static bool checkpoint(const char *kind, const char *file, char *path, size_t n) {
-    const char *dir = getenv("SDC_SD_REDUCED_DIR");
-    char def[512];
-    snprintf(def, sizeof def, "%s/sd_reduced", SDC_BINARY_DIR);
-    if (!dir) dir = def;
-    snprintf(path, n, "%s/%s", dir, file);
-    struct stat st;
-    if (stat(path, &st) == 0) return true;
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s.part' "
-             ">/dev/null && mv '%s.part' '%s'",
-             dir, SDC_SOURCE_DIR, kind, path, path, path);
-    printf("generating %s: %s\n", path, cmd);
-    fflush(stdout);
-    if (system(cmd) != 0 || stat(path, &st) != 0) {
-        printf("could not generate %s (needs python3 with numpy)\n", path);
-        return false;
-    }
-    return true;
-}
-
 /* t01's image, kept to check t02 against it */
 static sdc_image *g_t01;
 
@@ -124,7 +102,7 @@ int main(void) {
     cJSON_ArrayForEach(run, runs) expected += jnum(run, "rc") == 0;
     for (int k = 0; k < 2; k++) {
         char model[1024];
-        if (!checkpoint(kinds[k].kind, kinds[k].file, model, sizeof model)) continue;
+        if (!sdcpp_reduced_checkpoint(kinds[k].kind, kinds[k].file, model, sizeof model)) continue;
         have++;
         compared += run_kind(runs, kinds[k].kind, model);
     }

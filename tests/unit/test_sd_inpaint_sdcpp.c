@@ -22,29 +22,6 @@
 
 #define DATA SDC_SOURCE_DIR "/tests/data/sd_inpaint"
 
-/* The checkpoint of one kind: found or generated; false if neither. */
-static bool checkpoint(const char *kind, const char *file, char *path, size_t n) {
-    const char *dir = getenv("SDC_SD_REDUCED_DIR");
-    char def[512];
-    snprintf(def, sizeof def, "%s/sd_reduced", SDC_BINARY_DIR);
-    if (!dir) dir = def;
-    snprintf(path, n, "%s/%s", dir, file);
-    struct stat st;
-    if (stat(path, &st) == 0) return true;
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s' && python3 '%s/tests/golden/make_sd_reduced.py' %s '%s.part' "
-             ">/dev/null && mv '%s.part' '%s'",
-             dir, SDC_SOURCE_DIR, kind, path, path, path); /* never a half-written file */
-    printf("generating %s: %s\n", path, cmd);
-    fflush(stdout);
-    if (system(cmd) != 0 || stat(path, &st) != 0) {
-        printf("could not generate %s (needs python3 with numpy)\n", path);
-        return false;
-    }
-    return true;
-}
-
 static sdc_context *open_ctx(const char *model) {
     sdc_context_params cp;
     sdc_context_params_init(&cp);
@@ -152,7 +129,7 @@ int main(void) {
     int compared = 0, expected = cJSON_GetArraySize(runs), have = 0;
     for (int k = 0; k < 4; k++) {
         char model[1024];
-        if (!checkpoint(kinds[k].kind, kinds[k].file, model, sizeof model)) continue;
+        if (!sdcpp_reduced_checkpoint(kinds[k].kind, kinds[k].file, model, sizeof model)) continue;
         have++;
         sdc_context *ctx = open_ctx(model);
         if (!ctx) continue;
