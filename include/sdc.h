@@ -164,7 +164,7 @@ SDC_API void sdc_cancel(sdc_context *ctx);
 
 /* ---- generation ---- */
 struct sdc_image {
-    uint32_t width, height, channels; /* channels = 3 (RGB) */
+    uint32_t width, height, channels; /* 3 (RGB); 4 (RGBA) from Qwen-Image-Layered */
     uint8_t *data;                    /* width*height*channels bytes, row-major */
     int64_t seed;                     /* the seed this image was generated with */
 };
@@ -218,11 +218,19 @@ typedef struct sdc_generate_params {
     int hires_upscale_tile_size;     /* --hires-upscale-tile-size for model upscalers (128) */
     const float *hires_sigmas;       /* --hires-sigmas: the second pass's sigmas as given */
     int n_hires_sigmas;
+    /* -r: reference images (Qwen-Image-Layered reads one: the image to split into layers).
+     * Resized (nearest) to about width x height pixels, aspect kept, as sd.cpp does. */
+    const sdc_image *ref_images;
+    int n_ref_images;
+    /* --qwen-image-layers (3): Qwen-Image-Layered makes layers + 1 RGBA images per batch
+     * item (one per latent frame, as sd.cpp), so *count = batch_count x (layers + 1) */
+    int qwen_image_layers;
 } sdc_generate_params;
 
 SDC_API void sdc_generate_params_init(sdc_generate_params *p);
-/* Generates batch_count images. On success *images is an array of *count images that
- * the caller frees with sdc_free_images. */
+/* Generates batch_count images (Qwen-Image-Layered: batch_count x (qwen_image_layers + 1),
+ * RGBA, in batch order). On success *images is an array of *count images that the caller
+ * frees with sdc_free_images. */
 SDC_API sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *p,
                                       sdc_image **images, int *count);
 SDC_API void sdc_free_images(sdc_image *images, int count);
@@ -230,7 +238,7 @@ SDC_API void sdc_free_images(sdc_image *images, int count);
 /* A1111-style "parameters" text for a generated image (caller frees with free()). */
 SDC_API char *sdc_generation_parameters_text(const sdc_context *ctx, const sdc_generate_params *p,
                                              int64_t seed);
-/* Writes an 8-bit RGB PNG, with a tEXt "parameters" chunk when parameters != NULL. */
+/* Writes an 8-bit RGB (or RGBA) PNG, with a tEXt "parameters" chunk when parameters != NULL. */
 SDC_API sdc_status sdc_save_png(const char *path, const sdc_image *img, const char *parameters);
 
 /* ---- images in memory and on disk (PNG, JPEG) ---- */

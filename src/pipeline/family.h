@@ -76,18 +76,30 @@ typedef struct sdc_diffusion {
      * [concat_channels][h][w] at latent size. NULL: the model reads only x. */
     int concat_channels;
     sdc_status (*set_concat)(void *self, const float *concat, int w, int h);
-    /* Raw model output for B latents x ([B][C][h][w], C/h/w from the first stage), at
-     * model timestep t, each with conds[b]. */
+    /* Latent frames per image (Qwen-Image-Layered: --qwen-image-layers + 1, each decoded
+     * to an image of its own); a latent is [C][frames][h][w]. NULL: 1. */
+    int (*latent_frames)(void *self, const sdc_generate_params *p);
+    /* Reference images (-r) the model reads as extra latents: > 0 when it reads them;
+     * each is resized to the output's area with sides multiples of this, encoded by the
+     * first stage (its mean) and handed over with set_refs before sampling. */
+    int ref_size_multiple;
+    /* This generation's frames and reference latents (refs[i]: [C][ref_h[i]][ref_w[i]],
+     * copied). Called once per generation when not NULL. */
+    sdc_status (*set_refs)(void *self, int frames, const float *const *refs, const int *ref_w,
+                           const int *ref_h, int n_refs);
+    /* Raw model output for B latents x ([B][C][frames][h][w], C/h/w from the first
+     * stage), at model timestep t, each with conds[b]. */
     sdc_status (*forward)(void *self, const sdc_stage_env *env, const float *x, int B, int width,
                           int height, float timestep, const sdc_cond *const *conds, float *out);
 } sdc_diffusion;
 
 typedef struct sdc_first_stage {
     void *self;
-    int channels;  /* latent channels */
-    int downscale; /* pixels per latent cell (1: pixel space) */
-    /* pixels: planar [3][H][W] in [-1, 1]; latent: [channels][H/ds][W/ds]. noise (same
-     * size as latent, or NULL for the mean) samples a VAE's posterior. */
+    int channels;       /* latent channels */
+    int downscale;      /* pixels per latent cell (1: pixel space) */
+    int image_channels; /* 3 (RGB; 0 reads as 3) or 4 (RGBA: Qwen-Image-Layered's VAE) */
+    /* pixels: planar [image_channels][H][W] in [-1, 1]; latent: [channels][H/ds][W/ds].
+     * noise (same size as latent, or NULL for the mean) samples a VAE's posterior. */
     sdc_status (*encode)(void *self, const sdc_stage_env *env, const float *pixels, int width,
                          int height, const float *noise, float *latent);
     sdc_status (*decode)(void *self, const sdc_stage_env *env, const float *latent, int width,

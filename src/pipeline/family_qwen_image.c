@@ -3,7 +3,10 @@
  * template (its first 34 states dropped; the negative prompt, empty by default, is the
  * unconditional branch of true CFG), the diffusion model the MMDiT (a rectified-flow
  * velocity at t = sigma * 1000), the first stage the Wan2.1 VAE with Qwen-Image's
- * per-channel latent mean/std (latents are (z - mean) / std, 16 channels at /8). */
+ * per-channel latent mean/std (latents are (z - mean) / std, 16 channels at /8).
+ * Qwen-Image-Layered (sd.cpp's VERSION_QWEN_IMAGE_LAYERED) is the same with a latent of
+ * layers + 1 frames, the -r image's latent appended as reference tokens (frame index -1,
+ * counting down) and an RGBA VAE that decodes each frame to an image of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +29,30 @@ typedef struct qwen_family {
     sdc_qwen2_tokenizer *tok;
     sdc_wan_vae *vae;
     sdc_weight_source ws;
+    /* this generation's latent frames and reference latents (set_refs) */
+    int frames, n_refs;
+    float **refs; /* [n_refs] each [16][ref_h][ref_w] */
+    int *ref_w, *ref_h;
 } qwen_family;
 
 static sdc_tensor *find_weight(void *user, const char *name) {
     return sdc_loader_find((sdc_loader *)user, name);
 }
 
+static void clear_refs(qwen_family *f) {
+    for (int i = 0; i < f->n_refs; i++) free(f->refs[i]);
+    free(f->refs);
+    free(f->ref_w);
+    free(f->ref_h);
+    f->refs = NULL;
+    f->ref_w = f->ref_h = NULL;
+    f->n_refs = 0;
+}
+
 static void family_free(void *state) {
     qwen_family *f = state;
     if (!f) return;
+    clear_refs(f);
     sdc_qwen_dit_free(f->dit);
     sdc_qwen25vl_llm_free(f->llm);
     sdc_qwen2_tokenizer_free(f->tok);
@@ -58,27 +76,75 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
     return SDC_OK;
 }
 
+/* Layered: layers + 1 latent frames. */
+static int latent_frames(void *self, const sdc_generate_params *p) {
+    (void)self;
+    return p->qwen_image_layers + 1;
+}
+
+static sdc_status set_refs(void *self, int frames, const float *const *refs, const int *ref_w,
+                           const int *ref_h, int n_refs) {
+    qwen_family *f = self;
+    int C = sdc_qwen_dit_get_config(f->dit)->latent_channels;
+    clear_refs(f);
+    f->frames = frames;
+    if (n_refs <= 0) {
+        SDC_LOGW("Qwen Image Layered without a reference image (-r): the layers are generated "
+                 "from the prompt alone, as sd.cpp does");
+        return SDC_OK;
+    }
+    f->refs = calloc((size_t)n_refs, sizeof *f->refs);
+    f->ref_w = malloc((size_t)n_refs * sizeof *f->ref_w);
+    f->ref_h = malloc((size_t)n_refs * sizeof *f->ref_h);
+    if (!f->refs || !f->ref_w || !f->ref_h) {
+        clear_refs(f);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "qwen_image: out of memory");
+    }
+    f->n_refs = n_refs;
+    for (int i = 0; i < n_refs; i++) {
+        size_t bytes = (size_t)C * ref_w[i] * ref_h[i] * sizeof(float);
+        if (!(f->refs[i] = malloc(bytes))) {
+            clear_refs(f);
+            return sdc_fail(SDC_ERR_NO_MEMORY, "qwen_image: out of memory");
+        }
+        memcpy(f->refs[i], refs[i], bytes);
+        f->ref_w[i] = ref_w[i];
+        f->ref_h[i] = ref_h[i];
+    }
+    return SDC_OK;
+}
+
 /* One DiT evaluation per batch item: cond and uncond have different text lengths (the
- * DiT's text stream is not padded, as in sd.cpp, which runs them apart too). */
+ * DiT's text stream is not padded, as in sd.cpp, which runs them apart too). Both read
+ * the reference latents (Layered), as in sd.cpp. */
 static sdc_status dit_forward(void *self, const sdc_stage_env *env, const float *x, int B,
                               int width, int height, float timestep, const sdc_cond *const *conds,
                               float *out) {
     qwen_family *f = self;
     const sdc_qwen_dit_config *c = sdc_qwen_dit_get_config(f->dit);
-    int w = width / 8, h = height / 8;
-    size_t n = (size_t)c->latent_channels * w * h;
+    int w = width / 8, h = height / 8, frames = c->layered && f->frames > 0 ? f->frames : 1;
+    size_t n = (size_t)c->latent_channels * frames * w * h;
+    sdc_qwen_dit_ref refs[8];
+    int n_refs = c->layered ? f->n_refs : 0;
+    if (n_refs > 8)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "qwen_image: %d reference images (at most 8)", n_refs);
+    for (int i = 0; i < n_refs; i++)
+        refs[i] = (sdc_qwen_dit_ref){.x = f->refs[i], .w = f->ref_w[i], .h = f->ref_h[i]};
     for (int b = 0; b < B; b++) {
         if (conds[b]->ctx_dim != c->txt_dim)
             return sdc_fail(SDC_ERR_INTERNAL, "qwen_image: conditioning width %d, DiT reads %d",
                             conds[b]->ctx_dim, c->txt_dim);
         sdc_qwen_dit_input in = {.x = x + b * n,
                                  .B = 1,
-                                 .frames = 1,
+                                 .frames = frames,
                                  .w = w,
                                  .h = h,
                                  .t = &timestep,
                                  .ctx = conds[b]->ctx,
-                                 .n_ctx = conds[b]->n_ctx};
+                                 .n_ctx = conds[b]->n_ctx,
+                                 .refs = n_refs ? refs : NULL,
+                                 .n_refs = n_refs,
+                                 .ref_index = SDC_QWEN_REF_AUTO}; /* Layered: decreasing */
         sdc_status s = sdc_qwen_dit_forward(f->dit, env->backend, &in, out + b * n, env->eval_cb,
                                             env->eval_user);
         if (s != SDC_OK) return s;
@@ -90,10 +156,9 @@ static sdc_status fs_encode(void *self, const sdc_stage_env *env, const float *p
                             int height, const float *noise, float *latent) {
     qwen_family *f = self;
     const sdc_wan_vae_config *vc = sdc_wan_vae_get_config(f->vae);
-    if (!vc->has_encoder || vc->image_channels != 3)
+    if (!vc->has_encoder)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "qwen_image: the VAE cannot encode an RGB image (%s, %d channels)",
-                        vc->has_encoder ? "has an encoder" : "no encoder", vc->image_channels);
+                        "qwen_image: the VAE file has no encoder: it cannot encode an image");
     int64_t n = (int64_t)vc->z_channels * (width / 8) * (height / 8);
     float *moments = malloc(2 * (size_t)n * sizeof(float));
     if (!moments) return sdc_fail(SDC_ERR_NO_MEMORY, "vae encode: out of memory");
@@ -116,11 +181,6 @@ static sdc_status fs_decode(void *self, const sdc_stage_env *env, const float *l
     const sdc_wan_vae_config *vc = sdc_wan_vae_get_config(f->vae);
     int w = width / 8, h = height / 8;
     size_t n = (size_t)vc->z_channels * w * h;
-    if (vc->image_channels != 3)
-        return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "qwen_image: the VAE decodes %d channels (a Layered VAE?); plain "
-                        "Qwen-Image needs the RGB VAE",
-                        vc->image_channels);
     float *z = malloc(n * sizeof(float));
     if (!z) return sdc_fail(SDC_ERR_NO_MEMORY, "vae decode: out of memory");
     memcpy(z, latent, n * sizeof(float));
@@ -166,12 +226,30 @@ static sdc_status load_tokenizer(const char *llm_path, sdc_qwen2_tokenizer **out
                     llm_path, dir);
 }
 
+/* A Layered DiT needs the RGBA VAE and the plain DiT the RGB one: the wrong pair loads but
+ * makes 3-channel layers or misreads the latents, so it is refused naming both files. */
+static sdc_status check_layered_pair(const sdc_context_params *p, const sdc_qwen_dit_config *c,
+                                     const sdc_wan_vae_config *vc) {
+    if (c->layered == (vc->image_channels == 4)) return SDC_OK;
+    const char *dit = p->diffusion_model_path ? p->diffusion_model_path : p->model_path;
+    const char *vae = p->vae_path ? p->vae_path : p->model_path;
+    if (c->layered)
+        return sdc_fail(SDC_ERR_INVALID_ARG,
+                        "Qwen Image Layered: the DiT %s is Qwen-Image-Layered but the VAE %s has "
+                        "%d image channels (the RGB Qwen-Image VAE); Layered needs its RGBA VAE "
+                        "(Qwen-Image-Layered's vae)",
+                        dit ? dit : "?", vae ? vae : "?", vc->image_channels);
+    return sdc_fail(SDC_ERR_INVALID_ARG,
+                    "Qwen Image: the VAE %s has %d image channels (Qwen-Image-Layered's RGBA VAE) "
+                    "but the DiT %s is plain Qwen-Image; use the RGB Qwen-Image VAE, or the "
+                    "Layered DiT",
+                    vae ? vae : "?", vc->image_channels, dit ? dit : "?");
+}
+
 static sdc_status load_parts(qwen_family *f, const sdc_family_load_args *a) {
     const sdc_context_params *p = a->params;
     sdc_qwen_dit_options opt = {.positions = SDC_QWEN_POS_SDCPP, .ggml_numerics = true};
     sdc_status s = sdc_qwen_dit_load(&f->ws, PREFIX_DIT, &opt, &f->dit);
-    if (s == SDC_OK && sdc_qwen_dit_get_config(f->dit)->layered)
-        s = sdc_fail(SDC_ERR_UNSUPPORTED, "Qwen Image Layered is not supported yet");
     if (s == SDC_OK) s = sdc_qwen25vl_llm_load(&f->ws, PREFIX_LLM, 0, &f->llm);
     if (s == SDC_OK) sdc_qwen25vl_llm_set_sdcpp_numerics(f->llm, true);
     const char *vp = sdc_wan_vae_detect(&f->ws, "vae.")                 ? "vae."
@@ -197,7 +275,7 @@ static sdc_status load_parts(qwen_family *f, const sdc_family_load_args *a) {
                         "(%d channels)",
                         vc->z_channels, vc->scale, vc->has_decoder ? "" : ", no decoder",
                         c->latent_channels);
-    return SDC_OK;
+    return check_layered_pair(p, c, vc);
 }
 
 sdc_status sdc_family_load_qwen_image(const sdc_family_load_args *a, sdc_family_modules *out) {
@@ -220,16 +298,20 @@ sdc_status sdc_family_load_qwen_image(const sdc_family_load_args *a, sdc_family_
     out->diffusion = (sdc_diffusion){.self = f,
                                      .prediction = SDC_PRED_SD3_FLOW,
                                      .size_multiple = 8 * c->patch,
+                                     .latent_frames = c->layered ? latent_frames : NULL,
+                                     .ref_size_multiple = c->layered ? 32 : 0,
+                                     .set_refs = c->layered ? set_refs : NULL,
                                      .forward = dit_forward};
     out->first_stage = (sdc_first_stage){.self = f,
                                          .channels = vc->z_channels,
                                          .downscale = vc->scale,
+                                         .image_channels = vc->image_channels,
                                          .encode = fs_encode,
                                          .decode = fs_decode};
     snprintf(out->summary, sizeof out->summary,
-             "qwen_image: %d layers, hidden %d (%d x %d), patch %d; llm: %d layers, hidden %d; "
+             "qwen_image%s: %d layers, hidden %d (%d x %d), patch %d; llm: %d layers, hidden %d; "
              "wan vae: base %d, %d image channels",
-             c->n_layers, c->hidden, c->heads, c->head_dim, c->patch, lc->n_layers, lc->hidden,
+             c->layered ? " (Layered: RGBA layers of the -r image)" : "", c->n_layers, c->hidden, c->heads, c->head_dim, c->patch, lc->n_layers, lc->hidden,
              vc->base_dim, vc->image_channels);
     return SDC_OK;
 }

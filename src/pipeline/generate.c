@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "pipeline/hires.h"
+#include "pipeline/registry.h"
 #include "pipeline/sd_inpaint.h"
 #include "pipeline/stages.h"
 #include "sampling/defaults.h"
@@ -36,6 +37,7 @@ void sdc_generate_params_init(sdc_generate_params *p) {
     p->hires_scale = 2.0f;
     p->hires_denoising_strength = 0.7f;
     p->hires_upscale_tile_size = 128;
+    p->qwen_image_layers = 3;
 }
 
 void sdc_free_images(sdc_image *images, int count) {
@@ -94,6 +96,34 @@ static sdc_status check_sigmas(const sdc_generate_params *p) {
     return SDC_OK;
 }
 
+/* Reference images and latent frames (Qwen-Image-Layered): what the model reads, and
+ * the features that assume one frame per image. */
+static sdc_status check_layers_refs(const sdc_context *ctx, const sdc_generate_params *p) {
+    const sdc_diffusion *dm = &ctx->m.diffusion;
+    const char *name = ctx->family_desc ? ctx->family_desc->name
+                                        : sdc_model_family_name(ctx->family);
+    if (p->ref_images && p->n_ref_images > 0 && dm->ref_size_multiple <= 0)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "-r/--ref-image: %s does not read reference images here (only "
+                        "Qwen-Image-Layered does so far)",
+                        name);
+    if (p->n_ref_images < 0 || (p->n_ref_images > 0 && !p->ref_images))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "reference images: count %d without images",
+                        p->n_ref_images);
+    if (!dm->latent_frames) return SDC_OK;
+    if (p->qwen_image_layers < 0)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "--qwen-image-layers must be >= 0 (got %d)",
+                        p->qwen_image_layers);
+    if (p->qwen_image_layers > 64)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "--qwen-image-layers %d is too many (at most 64)",
+                        p->qwen_image_layers);
+    const char *what = p->init_image ? "-i (img2img)" : p->hires ? "--hires" : NULL;
+    if (what)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "%s does not apply to %s (it makes layers of the -r "
+                        "image)", what, name);
+    return SDC_OK;
+}
+
 /* Everything about the request that can be refused before any work. */
 static sdc_status check_request(const sdc_context *ctx, const sdc_generate_params *p) {
     sdc_status s = check_sigmas(p);
@@ -125,6 +155,7 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "--guidance: %s is not a guidance-distilled model (use --cfg-scale)",
                         sdc_model_family_name(ctx->family));
+    if ((s = check_layers_refs(ctx, p)) != SDC_OK) return s;
     if (isfinite(p->img_cfg_scale) && p->img_cfg_scale != p->cfg_scale)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "--img-cfg-scale: %s has no image conditioning (edit models do)",
@@ -269,6 +300,12 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
         (s = sdc_hires_plan_create(ctx, p, full_schedule, &req, &g->hires)) != SDC_OK)
         return s;
     sdc_stage_latent_shape(ctx, p->width, p->height, &g->shape);
+    const sdc_diffusion *dm = &ctx->m.diffusion;
+    if (dm->latent_frames) {
+        g->shape.frames = dm->latent_frames(dm->self, p);
+        g->shape.n *= g->shape.frames;
+    }
+    if ((s = sdc_stage_set_refs(ctx, p, &g->shape)) != SDC_OK) return s;
     size_t bytes = (size_t)g->shape.n * sizeof(float);
     g->x = malloc(bytes);
     g->noise = malloc(bytes);
@@ -285,7 +322,7 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
     return SDC_OK;
 }
 
-/* One image of the batch: noise from its seed, sampling, decoding. */
+/* One item of the batch: noise from its seed, sampling, decoding into out[0..frames). */
 static sdc_status generate_one(sdc_context *ctx, const sdc_generate_params *p, gen_state *g,
                                uint64_t seed, sdc_image *out) {
     sdc_rng *rng = NULL, *srng = NULL;
@@ -333,11 +370,11 @@ static sdc_status generate_one(sdc_context *ctx, const sdc_generate_params *p, g
         double t0 = sdc_now_seconds();
         s = hx ? sdc_stage_decode(ctx, hx, sdc_hires_plan_width(g->hires),
                                   sdc_hires_plan_height(g->hires), out)
-               : sdc_stage_decode(ctx, g->x, p->width, p->height, out);
+               : sdc_stage_decode_frames(ctx, g->x, &g->shape, p->width, p->height, out);
         if (s == SDC_OK) SDC_LOGI("decoded in %.2fs", sdc_now_seconds() - t0);
     }
     free(hx);
-    out->seed = (int64_t)seed;
+    for (int f = 0; f < g->shape.frames; f++) out[f].seed = (int64_t)seed;
     sdc_rng_free(rng);
     sdc_rng_free(srng);
     return s;
@@ -354,21 +391,22 @@ sdc_status sdc_generate_image(sdc_context *ctx, const sdc_generate_params *param
     sdc_status s = copy_params(params, &p);
     if (s != SDC_OK || (s = check_request(ctx, &p)) != SDC_OK) return s;
     atomic_store(&ctx->cancel, 0);
-    sdc_image *imgs = calloc((size_t)p.batch_count, sizeof(sdc_image));
-    if (!imgs) return sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
     gen_state g = {0};
     int64_t base_seed = p.seed < 0 ? (int64_t)random_seed() : p.seed;
     s = prepare(ctx, &p, &g, (uint64_t)base_seed);
+    int per_item = g.shape.frames > 0 ? g.shape.frames : 1, total = p.batch_count * per_item;
+    sdc_image *imgs = s == SDC_OK ? calloc((size_t)total, sizeof(sdc_image)) : NULL;
+    if (s == SDC_OK && !imgs) s = sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
     for (int b = 0; b < p.batch_count && s == SDC_OK; b++) {
-        s = generate_one(ctx, &p, &g, (uint64_t)(base_seed + b), &imgs[b]);
-        if (s == SDC_OK) *count = b + 1;
+        s = generate_one(ctx, &p, &g, (uint64_t)(base_seed + b), &imgs[b * per_item]);
+        if (s == SDC_OK) *count = (b + 1) * per_item;
     }
     sdc_context_end_phase(ctx, SDC_MODULE_DIFFUSION); /* until the next generation */
     gen_state_free(&g);
     if (s == SDC_OK) {
         *images = imgs;
     } else {
-        sdc_free_images(imgs, p.batch_count);
+        sdc_free_images(imgs, total);
         *count = 0;
     }
     return s;

@@ -165,7 +165,7 @@ static const sdc_family_desc k_families[] = {
      COMPS(C_DIT("Mage-Flow transformer"), C_LLM("Qwen3-VL"),
            C_LLM_VISION("Qwen3-VL vision (edit)"), C_VAE(true, "Mage VAE")),
      RULES(R(QWEN_KEY), R_NE(DIT "img_in.weight", 0, 128))},
-    {"Qwen Image Layered", "qwen_image_layered", SDC_FAMILY_QWEN_IMAGE, false, false, LATENT, 16,
+    {"Qwen Image Layered", "qwen_image_layered", SDC_FAMILY_QWEN_IMAGE, true, false, LATENT, 16,
      1024, 1024, "RGBA layer decomposition of a reference image (-r)",
      COMPS(C_DIT("Qwen-Image MMDiT"), C_LLM("Qwen2.5-VL 7B (vision unused)"),
            C_VAE_FILE("Qwen-Image-Layered VAE (Wan2.1 layout, RGBA, 16 latent channels)")),

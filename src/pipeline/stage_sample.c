@@ -100,7 +100,8 @@ static int on_step(void *user, int step, int steps, const float *x) {
     const sdc_generate_params *p = st->p;
     const sdc_latent_shape *sh = &st->job->shape;
     if (p->latent)
-        p->latent(step, steps, st->x, sh->channels, sh->width, sh->height, p->latent_user);
+        p->latent(step, steps, st->x, sh->channels * sh->frames, sh->width, sh->height,
+                  p->latent_user);
     int every = p->preview_interval > 0 ? p->preview_interval : 1;
     if (p->preview && (step % every == 0 || step == steps)) {
         sdc_image img = {0};
@@ -140,7 +141,8 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
     sp.rng = job->rng;
     const sdc_latent_shape *sh = &job->shape;
     if (p->latent)
-        p->latent(0, job->n_sigmas - 1, x, sh->channels, sh->width, sh->height, p->latent_user);
+        p->latent(0, job->n_sigmas - 1, x, sh->channels * sh->frames, sh->width, sh->height,
+                  p->latent_user);
     st.step_start = sdc_now_seconds();
     sdc_status s = sdc_sample(&sp, job->sigmas, job->n_sigmas, denoise, &st, x, n);
     if (s == SDC_OK && atomic_load(&ctx->cancel))

@@ -15,8 +15,10 @@ sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, b
 /* Latent geometry of a width x height image. */
 typedef struct sdc_latent_shape {
     int channels, width, height; /* latent cells */
-    int64_t n;                   /* channels * width * height */
+    int frames;                  /* 1, or Layered's layers + 1 ([channels][frames][h][w]) */
+    int64_t n;                   /* channels * frames * width * height */
 } sdc_latent_shape;
+/* One frame; generate.c sets more for the families that ask (latent_frames). */
 void sdc_stage_latent_shape(const sdc_context *ctx, int width, int height, sdc_latent_shape *out);
 
 /* What the sampling stage runs for one image. */
@@ -46,13 +48,25 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
  * (shape.n, or NULL) samples a VAE posterior. */
 sdc_status sdc_stage_encode_image(sdc_context *ctx, const sdc_image *img,
                                   const sdc_latent_shape *shape, const float *noise, float *latent);
+/* u8 interleaved -> planar [C][H][W] in [-1, 1] for a first stage of C = 3 or 4 image
+ * channels (gray spread to RGB, a missing alpha is 1, as sd.cpp). */
+void sdc_stage_image_to_planar(const sdc_image *img, int C, float *x);
 /* inpainting: mask image -> per latent cell "keep" weights (black keeps, white
  * regenerates), averaged over each cell. */
 void sdc_stage_mask_to_keep(const sdc_image *mask, int downscale, const sdc_latent_shape *shape,
                             float *keep);
-/* Decoding: the final latent through the first stage into an RGB image. */
+/* Decoding: the final latent (one frame) through the first stage into an RGB image (RGBA
+ * when the first stage has 4 image channels). */
 sdc_status sdc_stage_decode(sdc_context *ctx, const float *latent, int width, int height,
                             sdc_image *out);
+/* Every frame of a [channels][frames][h][w] latent, one decode each, into out[0..frames). */
+sdc_status sdc_stage_decode_frames(sdc_context *ctx, const float *latent,
+                                   const sdc_latent_shape *shape, int width, int height,
+                                   sdc_image *out);
+/* Reference images (-r) through the first stage, handed to the diffusion model with the
+ * latent's frame count (diffusion.set_refs); nothing when the model has no set_refs. */
+sdc_status sdc_stage_set_refs(sdc_context *ctx, const sdc_generate_params *p,
+                              const sdc_latent_shape *shape);
 
 /* A preview of an x0 prediction, the cheap way the first stage allows (pixel space:
  * the prediction itself; latent families: their preview projection). */

@@ -237,8 +237,33 @@ static int load_input(const char *opt, const char *path, int w, int h, sdc_image
     return 0;
 }
 
+static void free_inputs(sdc_image *init, sdc_image *mask, sdc_generate_params *gp) {
+    sdc_image_free(init);
+    sdc_image_free(mask);
+    sdc_image *refs = (sdc_image *)gp->ref_images; /* allocated by load_inputs */
+    for (int i = 0; i < gp->n_ref_images; i++) sdc_image_free(&refs[i]);
+    free(refs);
+    gp->ref_images = NULL;
+    gp->n_ref_images = 0;
+}
+
+/* -r images as sd-cli reads them: RGB (alpha dropped), their own size (the library
+ * resizes them as the model needs). */
+static int load_refs(const sdc_cli_args *a, sdc_generate_params *gp) {
+    if (a->n_ref_images <= 0) return 0;
+    sdc_image *refs = calloc((size_t)a->n_ref_images, sizeof *refs);
+    if (!refs) return fail("-r: out of memory");
+    gp->ref_images = refs;
+    for (int i = 0; i < a->n_ref_images; i++) {
+        if (load_input("--ref-image", a->ref_images[i], 0, 0, &refs[i])) return 1;
+        gp->n_ref_images = i + 1;
+    }
+    return 0;
+}
+
 static int load_inputs(const sdc_cli_args *a, sdc_generate_params *gp, sdc_image *init,
                        sdc_image *mask) {
+    if (load_refs(a, gp)) return 1;
     if (a->init_img_path) {
         int w = a->width_set ? gp->width : 0, h = a->height_set ? gp->height : 0;
         if (w <= 0 || h <= 0) w = h = 0; /* both, or the image's own size */
@@ -352,7 +377,7 @@ static int generate(sdc_cli_args *a) {
     sdc_cli_to_generate_params(a, &gp);
     sdc_image init = {0}, mask = {0};
     if (load_inputs(a, &gp, &init, &mask)) {
-        sdc_image_free(&init);
+        free_inputs(&init, &mask, &gp);
         return 1;
     }
     sdc_imatrix *im;
@@ -360,8 +385,7 @@ static int generate(sdc_cli_args *a) {
     sdc_upscaler *up = NULL;
     if (create_upscaler(a, &up)) {
         sdc_imatrix_free(im);
-        sdc_image_free(&init);
-        sdc_image_free(&mask);
+        free_inputs(&init, &mask, &gp);
         return 1;
     }
     sdc_context_params cp;
@@ -375,8 +399,7 @@ static int generate(sdc_cli_args *a) {
         sdc_upscaler_free(up);
         sdc_context_free(rs.ctx);
         sdc_imatrix_free(im);
-        sdc_image_free(&init);
-        sdc_image_free(&mask);
+        free_inputs(&init, &mask, &gp);
         return fail("%s", library_error(st));
     }
     fprintf(stderr, "sdc: loaded in %.2fs: %s\n", now_seconds() - t0, sdc_context_describe(rs.ctx));
@@ -407,8 +430,7 @@ static int generate(sdc_cli_args *a) {
         sdc_upscaler_free(up);
         sdc_context_free(rs.ctx);
         sdc_imatrix_free(im);
-        sdc_image_free(&init);
-        sdc_image_free(&mask);
+        free_inputs(&init, &mask, &gp);
         return rc;
     }
     int imat_rc = 0;
@@ -425,8 +447,7 @@ static int generate(sdc_cli_args *a) {
     sdc_upscaler_free(up);
     int saved = up_rc ? 0 : save_images(a, &rs, &gp, images, count);
     sdc_free_images(images, count);
-    sdc_image_free(&init);
-    sdc_image_free(&mask);
+    free_inputs(&init, &mask, &gp);
     sdc_context_free(rs.ctx);
     if (saved != count || imat_rc || up_rc) return 1;
 

@@ -339,6 +339,13 @@ static bool apply(sdc_cli_args *a, int k, const char *opt, const char *v) {
         a->imat_in = list;
         return true;
     }
+    case O_REF_IMAGE: {
+        const char **list = realloc(a->ref_images, sizeof(*list) * (size_t)(a->n_ref_images + 1));
+        if (!list) return fail(a, "%s: out of memory", opt);
+        list[a->n_ref_images++] = v;
+        a->ref_images = list;
+        return true;
+    }
     case O_CPU_DEVICES:
         if (!parse_i64(a, opt, v, 1, 64, &i64)) return false;
         a->cpu_devices = (int)i64;
@@ -557,6 +564,7 @@ void sdc_cli_args_free(sdc_cli_args *a) {
     free(a->sigmas);
     free(a->hires_sigmas);
     free(a->imat_in);
+    free(a->ref_images);
     free(a->demo);
     sdc_cli_program p = a->program;
     sdc_cli_args_init(a, p);

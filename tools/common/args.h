@@ -54,6 +54,8 @@ typedef struct sdc_cli_args {
     const char *imat_out;        /* --imat-out */
     const char **imat_in;        /* --imat-in, repeatable (array owned) */
     int n_imat_in;
+    const char **ref_images; /* -r/--ref-image, repeatable (array owned) */
+    int n_ref_images;
     int cpu_devices;       /* --cpu-devices, 0: not given */
     int upscale_repeats;   /* --upscale-repeats (default 1) */
     int upscale_tile_size; /* --upscale-tile-size (default 128) */

@@ -69,6 +69,8 @@ bool sdc_cli_check_inputs(const sdc_cli_args *a, char *err, size_t err_size) {
         if (!check_file(files[i].opt, files[i].path, err, err_size)) return false;
     for (int i = 0; i < a->n_imat_in; i++)
         if (!check_file("--imat-in", a->imat_in[i], err, err_size)) return false;
+    for (int i = 0; i < a->n_ref_images; i++)
+        if (!check_file("--ref-image", a->ref_images[i], err, err_size)) return false;
     return true;
 }
 

@@ -35,6 +35,7 @@ typedef enum sdc_cli_special {
     O_PROMPT_FILE,     /* file contents */
     O_NEG_PROMPT_FILE, /* file contents */
     O_IMAT_IN,         /* repeatable path list */
+    O_REF_IMAGE,       /* -r: repeatable path list */
     O_CPU_DEVICES,     /* 1..64 */
     O_HELP,
     O_VERSION,
