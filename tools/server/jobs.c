@@ -269,10 +269,17 @@ sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
         }
         p.seed = base + b;
         st = sdc_generate_image(ctx, &p, &one, &got);
-        if (st == SDC_OK && got == 1) {
-            images[count++] = one[0];
+        /* Qwen-Image-Layered gives layers + 1 RGBA images per seed: keep them all */
+        sdc_image *more = st == SDC_OK && got > 1
+                              ? realloc(images, (size_t)(n - b + count + got) * sizeof *images)
+                              : images;
+        if (st == SDC_OK && got >= 1 && more) {
+            images = more;
+            for (int i = 0; i < got; i++) images[count++] = one[i];
             free(one);
         } else {
+            if (st == SDC_OK) st = SDC_ERR_NO_MEMORY;
+            images = more ? more : images;
             sdc_free_images(one, got);
         }
     }
