@@ -311,7 +311,8 @@ sdc_status sdc_family_load_qwen_image(const sdc_family_load_args *a, sdc_family_
     snprintf(out->summary, sizeof out->summary,
              "qwen_image%s: %d layers, hidden %d (%d x %d), patch %d; llm: %d layers, hidden %d; "
              "wan vae: base %d, %d image channels",
-             c->layered ? " (Layered: RGBA layers of the -r image)" : "", c->n_layers, c->hidden, c->heads, c->head_dim, c->patch, lc->n_layers, lc->hidden,
-             vc->base_dim, vc->image_channels);
+             c->layered ? " (Layered: RGBA layers of the -r image)" : "", c->n_layers, c->hidden,
+             c->heads, c->head_dim, c->patch, lc->n_layers, lc->hidden, vc->base_dim,
+             vc->image_channels);
     return SDC_OK;
 }

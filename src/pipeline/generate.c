@@ -100,8 +100,8 @@ static sdc_status check_sigmas(const sdc_generate_params *p) {
  * the features that assume one frame per image. */
 static sdc_status check_layers_refs(const sdc_context *ctx, const sdc_generate_params *p) {
     const sdc_diffusion *dm = &ctx->m.diffusion;
-    const char *name = ctx->family_desc ? ctx->family_desc->name
-                                        : sdc_model_family_name(ctx->family);
+    const char *name =
+        ctx->family_desc ? ctx->family_desc->name : sdc_model_family_name(ctx->family);
     if (p->ref_images && p->n_ref_images > 0 && dm->ref_size_multiple <= 0)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "-r/--ref-image: %s does not read reference images here (only "
@@ -119,8 +119,10 @@ static sdc_status check_layers_refs(const sdc_context *ctx, const sdc_generate_p
                         p->qwen_image_layers);
     const char *what = p->init_image ? "-i (img2img)" : p->hires ? "--hires" : NULL;
     if (what)
-        return sdc_fail(SDC_ERR_UNSUPPORTED, "%s does not apply to %s (it makes layers of the -r "
-                        "image)", what, name);
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "%s does not apply to %s (it makes layers of the -r "
+                        "image)",
+                        what, name);
     return SDC_OK;
 }
 

@@ -35,8 +35,9 @@ static void to_u8(const float *x, int w, int h, int C, uint8_t *out) {
     for (size_t i = 0; i < plane; i++)
         for (int c = 0; c < C; c++) {
             float v = (x[(size_t)c * plane + i] + 1.0f) * 0.5f;
-            out[i * (size_t)C + (size_t)c] =
-                v <= 0.0f ? 0 : v >= 1.0f ? 255 : (uint8_t)(v * 255.0f + 0.5f);
+            out[i * (size_t)C + (size_t)c] = v <= 0.0f   ? 0
+                                             : v >= 1.0f ? 255
+                                                         : (uint8_t)(v * 255.0f + 0.5f);
         }
 }
 

@@ -47,10 +47,9 @@ static sdc_status encode_ref(sdc_context *ctx, const sdc_generate_params *p, int
                              int *lw, int *lh) {
     const sdc_first_stage *fs = &ctx->m.first_stage;
     const sdc_image *ref = &p->ref_images[i];
-    if (!ref->data || ref->width == 0 || ref->height == 0 || ref->channels < 1 ||
-        ref->channels > 4)
-        return sdc_fail(SDC_ERR_INVALID_ARG, "reference image %d: no pixel data or %u channels",
-                        i, ref->channels);
+    if (!ref->data || ref->width == 0 || ref->height == 0 || ref->channels < 1 || ref->channels > 4)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "reference image %d: no pixel data or %u channels", i,
+                        ref->channels);
     int w, h;
     ref_size((int)ref->width, (int)ref->height, p->width, p->height,
              ctx->m.diffusion.ref_size_multiple, &w, &h);
@@ -84,14 +83,16 @@ sdc_status sdc_stage_set_refs(sdc_context *ctx, const sdc_generate_params *p,
     float **lat = calloc((size_t)(n > 0 ? n : 1), sizeof *lat);
     int *lw = calloc((size_t)(n > 0 ? n : 1), sizeof *lw);
     int *lh = calloc((size_t)(n > 0 ? n : 1), sizeof *lh);
-    sdc_status s = lat && lw && lh ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
+    sdc_status s =
+        lat && lw && lh ? SDC_OK : sdc_fail(SDC_ERR_NO_MEMORY, "generate: out of memory");
     double t0 = sdc_now_seconds();
     for (int i = 0; i < n && s == SDC_OK; i++) s = encode_ref(ctx, p, i, &lat[i], &lw[i], &lh[i]);
     if (n > 0) {
         const sdc_first_stage *fs = &ctx->m.first_stage;
         if (fs->end_phase) fs->end_phase(fs->self);
         sdc_context_end_phase(ctx, SDC_MODULE_VAE); /* the encoder is not needed in sampling */
-        if (s == SDC_OK) SDC_LOGI("%d reference image(s) encoded in %.2fs", n, sdc_now_seconds() - t0);
+        if (s == SDC_OK)
+            SDC_LOGI("%d reference image(s) encoded in %.2fs", n, sdc_now_seconds() - t0);
     }
     if (s == SDC_OK)
         s = dm->set_refs(dm->self, shape->frames, (const float *const *)lat, lw, lh, n);

@@ -126,7 +126,7 @@ STATUS = r"""
 --high-noise-steps | warning | cli | int | 4 | - | - | both | -1 | N | applies to --high-noise-diffusion-model, which is not supported yet; ignored
 --clip-skip | lib | library | int | 2 | gen.clip_skip | - | cli | -1 | N | CLIP layers to skip at the end; <= 0: the model's default
 --batch-count | works | cli | int | 2 | gen.batch_count | - | both | - | N | images to generate, seeds seed, seed+1, ... (default: 1)
---qwen-image-layers | lib | library | int | 3 | gen.qwen_image_layers | - | both | 3 | N | Qwen-Image-Layered: the layers to make from the -r image, giving layers + 1 RGBA images (default: 3)
+--qwen-image-layers | lib | library | int | 2 | gen.qwen_image_layers | - | both | 3 | N | Qwen-Image-Layered: the layers to make from the -r image, giving layers + 1 RGBA images (default: 3)
 --video-frames | warning | cli | int | 8 | - | - | both | 1 | N | video generation (-M vid_gen) is not supported yet; ignored
 --fps | warning | cli | int | 24 | - | - | both | - | N | video generation (-M vid_gen) is not supported yet; ignored
 --timestep-shift | error | cli | int | 250 | - | - | both | 0 | N | timestep shifts (NitroFusion) are not supported yet
@@ -178,7 +178,7 @@ STATUS = r"""
 --hires-sigmas | works | cli | list | 0.8,0.4,0 | - | SIGMAS | both | - | LIST | custom sigmas of the hires fix's second pass, comma-separated
 --skip-layers | warning | cli | list | [7,8,9] | - | SKIP_LAYERS | both | - | LIST | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
 --high-noise-skip-layers | warning | cli | list | [7,8,9] | - | SKIP_LAYERS | both | - | LIST | applies to --high-noise-diffusion-model, which is not supported yet; ignored
---ref-image | lib | library | path | @PNG | - | REF_IMAGE | both | - | PATH | reference image, repeatable (Qwen-Image-Layered: the image to split into layers; other models: not supported yet)
+--ref-image | lib | cli | path | @PNG | - | REF_IMAGE | both | - | PATH | reference image, repeatable (Qwen-Image-Layered: the image to split into layers; other models: not supported yet)
 --ref-video | error | cli | dir | @DIR | - | REPEAT | both | - | DIR | reference videos are not supported yet
 --ref-video-audio | error | cli | path | @PNG | - | REPEAT | both | - | PATH | reference audio is not supported yet
 --ref-audio | error | cli | path | @PNG | - | REPEAT | both | - | PATH | reference audio is not supported yet

@@ -177,8 +177,8 @@ static int run_layered_case(sdc_context *ctx, const cJSON *run) {
     sdc_image *img = NULL;
     int n = 0;
     sdc_status s = sdc_generate_image(ctx, &p, &img, &n);
-    CHECK(s == SDC_OK && n == expected, "%s: generate: %d images (sd.cpp: %d): %s", id, n,
-          expected, s == SDC_OK ? "" : sdc_last_error());
+    CHECK(s == SDC_OK && n == expected, "%s: generate: %d images (sd.cpp: %d): %s", id, n, expected,
+          s == SDC_OK ? "" : sdc_last_error());
     printf("%s (Layered, %d layers, %d steps, seed %lld, cfg %.1f, ref %ux%u):\n", id,
            p.qwen_image_layers, p.steps, (long long)p.seed, (double)p.cfg_scale, ref.width,
            ref.height);

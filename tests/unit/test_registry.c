@@ -364,14 +364,15 @@ static void test_api_and_defaults(void) {
         CHECK(sdc_registry_find_name(d->id) == d, "find_name %s", d->id);
     }
     /* MiniT2I, SD1 (+ tiny, SDXS-512), SD2 (+ tiny), SDXL (+ SSD-1B, Vega), the 3 inpaint UNets,
-     * Qwen Image */
-    CHECK(impl == 13 &&
+     * Qwen Image, Qwen Image Layered */
+    CHECK(impl == 14 &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_MINIT2I) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SD1) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SD2) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_SDXL) - sdc_registry_at(0)) &&
               sdc_family_implemented(sdc_registry_find(SDC_FAMILY_QWEN_IMAGE) - sdc_registry_at(0)),
-          "MiniT2I, SD 1.x, SD 2.x, SDXL (distilled, inpaint) and Qwen Image are implemented (%d)",
+          "MiniT2I, SD 1.x, SD 2.x, SDXL (distilled, inpaint) Qwen Image and Qwen Image Layered "
+          "are implemented (%d)",
           impl);
     CHECK(sdc_family_name(-1) == NULL && sdc_family_name(sdc_family_count()) == NULL, "range");
     for (int f = 0; f < SDC_FAMILY_COUNT; f++)
