@@ -41,6 +41,9 @@ typedef struct sdc_cond_args {
                         * negative prompt, or a learned null condition) */
     int clip_skip;     /* --clip-skip, <= 0: the family's default */
     int width, height; /* the image (SDXL's size conditioning) */
+    /* the -r images as given (Qwen-Image-Edit shows them to its vision-language encoder) */
+    const sdc_image *ref_images;
+    int n_ref_images;
 } sdc_cond_args;
 
 typedef struct sdc_conditioner {

@@ -104,8 +104,13 @@ static sdc_status check_layers_refs(const sdc_context *ctx, const sdc_generate_p
         ctx->family_desc ? ctx->family_desc->name : sdc_model_family_name(ctx->family);
     if (p->ref_images && p->n_ref_images > 0 && dm->ref_size_multiple <= 0)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "-r/--ref-image: %s does not read reference images here (only "
-                        "Qwen-Image-Layered does so far)",
+                        ctx->family == SDC_FAMILY_QWEN_IMAGE
+                            ? "-r/--ref-image: %s reads reference images only as Qwen-Image-Edit, "
+                              "which needs the Qwen2.5-VL vision tower: the --llm file has no "
+                              "visual.* weights (use the full Qwen2.5-VL file, or add "
+                              "--llm_vision)"
+                            : "-r/--ref-image: %s does not read reference images here (only "
+                              "Qwen-Image-Edit and Qwen-Image-Layered do so far)",
                         name);
     if (p->n_ref_images < 0 || (p->n_ref_images > 0 && !p->ref_images))
         return sdc_fail(SDC_ERR_INVALID_ARG, "reference images: count %d without images",
@@ -158,7 +163,13 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
                         "--guidance: %s is not a guidance-distilled model (use --cfg-scale)",
                         sdc_model_family_name(ctx->family));
     if ((s = check_layers_refs(ctx, p)) != SDC_OK) return s;
-    if (isfinite(p->img_cfg_scale) && p->img_cfg_scale != p->cfg_scale)
+    bool qwen_refs = ctx->family == SDC_FAMILY_QWEN_IMAGE && p->ref_images && p->n_ref_images > 0;
+    if (qwen_refs && isfinite(p->img_cfg_scale) && p->img_cfg_scale != 1.0f)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "--img-cfg-scale %g: 3-conditioning CFG (sd.cpp's image guidance with a "
+                        "reference-free branch) is not implemented for %s; leave it unset or 1",
+                        (double)p->img_cfg_scale, sdc_model_family_name(ctx->family));
+    if (!qwen_refs && isfinite(p->img_cfg_scale) && p->img_cfg_scale != p->cfg_scale)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "--img-cfg-scale: %s has no image conditioning (edit models do)",
                         sdc_model_family_name(ctx->family));

@@ -27,7 +27,9 @@ sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, b
     sdc_cond_args a = {.prompt = p->prompt ? p->prompt : "",
                        .clip_skip = p->clip_skip,
                        .width = p->width,
-                       .height = p->height};
+                       .height = p->height,
+                       .ref_images = p->ref_images,
+                       .n_ref_images = p->ref_images ? p->n_ref_images : 0};
     sdc_status s = c->encode(c->self, &ctx->env_cond, &a, cond);
     if (s == SDC_OK && cond->n_dropped > 0)
         SDC_LOGW("the prompt is longer than the model reads: %d tokens dropped (kept %d)",
