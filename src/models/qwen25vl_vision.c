@@ -19,6 +19,7 @@ struct sdc_qwen25vl_vision {
     vis_block *blocks;
     sdc_tensor *ln_q, *mlp0, *mlp0_b, *mlp2, *mlp2_b;
     sdc_weight_copies owned; /* F32 copies of norms and biases stored otherwise */
+    bool sdcpp;              /* round matmul inputs to F16/BF16 weights' type (ggml) */
 };
 
 #define PATCH_W "visual.patch_embed.proj.weight"
@@ -258,8 +259,20 @@ static sdc_status host_build(const sdc_qwen25vl_vision_config *c, const float *i
 
 /* ---- graph ---- */
 
-static sdc_tensor *linear(sdc_graph *g, sdc_tensor *w, sdc_tensor *b, sdc_tensor *x) {
-    return sdc_add(g, sdc_matmul(g, w, x), b);
+void sdc_qwen25vl_vision_set_sdcpp_numerics(sdc_qwen25vl_vision *m, bool on) {
+    m->sdcpp = on;
+}
+
+/* x @ w^T; ggml rounds x to an F16/BF16 weight's type first (sd.cpp's numerics) */
+static sdc_tensor *mm(sdc_graph *g, const sdc_qwen25vl_vision *m, sdc_tensor *w, sdc_tensor *x) {
+    if (m->sdcpp && (w->type == SDC_TYPE_F16 || w->type == SDC_TYPE_BF16))
+        x = sdc_cast(g, sdc_cast(g, x, w->type), SDC_TYPE_F32);
+    return sdc_matmul(g, w, x);
+}
+
+static sdc_tensor *linear(sdc_graph *g, const sdc_qwen25vl_vision *m, sdc_tensor *w, sdc_tensor *b,
+                          sdc_tensor *x) {
+    return sdc_add(g, mm(g, m, w, x), b);
 }
 
 /* One third of the fused qkv [3*hidden, n] as rotated (or not) heads [D, n, heads]. */
@@ -278,18 +291,18 @@ static sdc_tensor *block(sdc_graph *g, const sdc_qwen25vl_vision *m, int l, sdc_
     const vis_block *B = &m->blocks[l];
     int64_t n = x->ne[1];
     sdc_tensor *h = sdc_rms_norm(g, x, B->norm1, c->rms_eps);
-    sdc_tensor *qkv = linear(g, B->qkv, B->qkv_b, h);
+    sdc_tensor *qkv = linear(g, m, B->qkv, B->qkv_b, h);
     sdc_tensor *q = qkv_part(g, c, qkv, 0, cs, sn), *k = qkv_part(g, c, qkv, 1, cs, sn);
     sdc_tensor *v = qkv_part(g, c, qkv, 2, NULL, NULL);
     bool full = (c->full_attn >> l) & 1;
     sdc_tensor *a = sdc_attention(g, q, k, v, full ? NULL : mask, 1.0f / sqrtf((float)c->head_dim));
     if (!a) return NULL;
     a = sdc_reshape_2d(g, a, c->hidden, n);
-    x = sdc_add(g, x, linear(g, B->proj, B->proj_b, a));
+    x = sdc_add(g, x, linear(g, m, B->proj, B->proj_b, a));
     h = sdc_rms_norm(g, x, B->norm2, c->rms_eps);
     sdc_tensor *f =
-        sdc_mul(g, sdc_silu(g, linear(g, B->gate, B->gate_b, h)), linear(g, B->up, B->up_b, h));
-    return sdc_add(g, x, linear(g, B->down, B->down_b, f));
+        sdc_mul(g, sdc_silu(g, linear(g, m, B->gate, B->gate_b, h)), linear(g, m, B->up, B->up_b, h));
+    return sdc_add(g, x, linear(g, m, B->down, B->down_b, f));
 }
 
 /* The graph over n patches in window order: merged [out_hidden, n / 4], window order too. */
@@ -298,7 +311,7 @@ static sdc_tensor *build(sdc_graph *g, const sdc_qwen25vl_vision *m, sdc_tensor 
     const sdc_qwen25vl_vision_config *c = &m->cfg;
     int64_t n = patches->ne[1], K = patches->ne[0], mu = (int64_t)c->merge * c->merge;
     /* Conv3d with kernel = stride is a matmul over each flattened (c, t, y, x) patch */
-    sdc_tensor *x = sdc_matmul(g, sdc_reshape_2d(g, m->patch_w, K, c->hidden), patches);
+    sdc_tensor *x = mm(g, m, sdc_reshape_2d(g, m->patch_w, K, c->hidden), patches);
     for (int l = 0; l < c->n_layers && x; l++) {
         sdc_graph_set_block(g, l);
         x = block(g, m, l, x, cs, sn, mask);
@@ -307,8 +320,8 @@ static sdc_tensor *build(sdc_graph *g, const sdc_qwen25vl_vision *m, sdc_tensor 
     if (!x) return NULL;
     x = sdc_rms_norm(g, x, m->ln_q, c->rms_eps);
     x = sdc_reshape_2d(g, x, c->hidden * mu, n / mu);
-    x = sdc_gelu_erf(g, linear(g, m->mlp0, m->mlp0_b, x));
-    return linear(g, m->mlp2, m->mlp2_b, x);
+    x = sdc_gelu_erf(g, linear(g, m, m->mlp0, m->mlp0_b, x));
+    return linear(g, m, m->mlp2, m->mlp2_b, x);
 }
 
 sdc_status sdc_qwen25vl_vision_encode(sdc_qwen25vl_vision *m, sdc_backend *be, const float *img,

@@ -41,6 +41,9 @@ sdc_status sdc_qwen25vl_vision_load(const sdc_weight_source *ws, const char *pre
                                     int window, uint64_t full_attn, sdc_qwen25vl_vision **out);
 void sdc_qwen25vl_vision_free(sdc_qwen25vl_vision *m);
 const sdc_qwen25vl_vision_config *sdc_qwen25vl_vision_get_config(const sdc_qwen25vl_vision *m);
+/* sd.cpp's numerics: every matmul input rounded to an F16/BF16 weight's type, as ggml's
+ * CPU backend does (the patch embedding's im2col too). Off: plain float math. */
+void sdc_qwen25vl_vision_set_sdcpp_numerics(sdc_qwen25vl_vision *m, bool on);
 
 /* Number of merged patches (= image pad tokens) of a w x h image: (w/28) * (h/28). */
 int sdc_qwen25vl_vision_tokens(const sdc_qwen25vl_vision *m, int w, int h);

@@ -347,6 +347,7 @@ static sdc_status load_vision(qwen_family *f) {
         if (!sdc_qwen25vl_vision_detect(&f->ws, prefixes[i])) continue;
         sdc_status s = sdc_qwen25vl_vision_load(&f->ws, prefixes[i], 0, 0, 0, &f->vision);
         if (s != SDC_OK) return s;
+        sdc_qwen25vl_vision_set_sdcpp_numerics(f->vision, true);
         const sdc_qwen25vl_vision_config *vc = sdc_qwen25vl_vision_get_config(f->vision);
         int hidden = sdc_qwen25vl_llm_get_config(f->llm)->hidden;
         if (vc->out_hidden != hidden)

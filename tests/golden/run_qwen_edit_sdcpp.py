@@ -19,6 +19,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.normpath(os.path.join(HERE, "..", "data", "qwen_edit"))
 
 
+def log_lines(log):
+    """The log lines that say what sd-cli detected and did, and how long each part took."""
+    return [l for l in log.splitlines() if "image_pad" not in l and not l.startswith(" ") and re.search(
+        r"Version:|num_layers|zero_cond_t|vision|EDIT mode|resize|Pipeline|completed|taking", l)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sd-cli", required=True)
@@ -54,8 +60,7 @@ def main():
         rec.update({"rc": p.returncode, "seconds": round(dt, 1),
                     "command": "sd-cli " + " ".join(json.dumps(x) if " " in x else x for x in args).replace(
                         a.ckpt_dir.rstrip("/") + "/", "CKPT/"),
-                    "log_lines": [l for l in log.splitlines() if re.search(
-                        r"Version:|num_layers|zero_cond_t|vision|EDIT mode|resize|Pipeline|completed|taking", l)]})
+                    "log_lines": log_lines(log)})
         if p.returncode == 0:
             rec["png_md5"] = hashlib.md5(open(os.path.join(DATA, png), "rb").read()).hexdigest()
         runs[c["id"]] = rec
