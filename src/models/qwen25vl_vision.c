@@ -300,8 +300,8 @@ static sdc_tensor *block(sdc_graph *g, const sdc_qwen25vl_vision *m, int l, sdc_
     a = sdc_reshape_2d(g, a, c->hidden, n);
     x = sdc_add(g, x, linear(g, m, B->proj, B->proj_b, a));
     h = sdc_rms_norm(g, x, B->norm2, c->rms_eps);
-    sdc_tensor *f =
-        sdc_mul(g, sdc_silu(g, linear(g, m, B->gate, B->gate_b, h)), linear(g, m, B->up, B->up_b, h));
+    sdc_tensor *f = sdc_mul(g, sdc_silu(g, linear(g, m, B->gate, B->gate_b, h)),
+                            linear(g, m, B->up, B->up_b, h));
     return sdc_add(g, x, linear(g, m, B->down, B->down_b, f));
 }
 
