@@ -76,6 +76,9 @@ typedef struct sdc_diffusion {
      * [concat_channels][h][w] at latent size. NULL: the model reads only x. */
     int concat_channels;
     sdc_status (*set_concat)(void *self, const float *concat, int w, int h);
+    /* Models with a guidance input (LCM UNets' w embedding): --guidance for the next
+     * generation, NAN when not given. NULL: the model has none (--guidance is refused). */
+    sdc_status (*set_guidance)(void *self, float guidance);
     /* Latent frames per image (Qwen-Image-Layered: --qwen-image-layers + 1, each decoded
      * to an image of its own); a latent is [C][frames][h][w]. NULL: 1. */
     int (*latent_frames)(void *self, const sdc_generate_params *p);

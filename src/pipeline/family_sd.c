@@ -290,6 +290,20 @@ static sdc_status join_concat(sd_family *f, const float *x, int B, int w, int h,
     return SDC_OK;
 }
 
+/* LCM-distilled UNets: --guidance G feeds the w embedding of G - 1 (diffusers'
+ * LatentConsistencyModelPipeline); without it the term is left out, as sd.cpp does. */
+static sdc_status set_guidance(void *self, float guidance) {
+    sd_family *f = self;
+    if (!isfinite(guidance)) return sdc_unet_set_time_cond(f->unet, NULL);
+    int d = sdc_unet_get_config(f->unet)->time_cond_proj_dim;
+    float *e = malloc((size_t)d * sizeof(float));
+    if (!e) return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    sdc_unet_guidance_embedding(guidance - 1.0f, d, e);
+    sdc_status s = sdc_unet_set_time_cond(f->unet, e);
+    free(e);
+    return s;
+}
+
 static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float *x, int B,
                                int width, int height, float timestep, const sdc_cond *const *conds,
                                float *out) {
@@ -682,6 +696,7 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
                                      .sdcpp_mask = true,
                                      .concat_channels = f->n_concat,
                                      .set_concat = f->n_concat ? set_concat : NULL,
+                                     .set_guidance = uc->time_cond_proj_dim ? set_guidance : NULL,
                                      .forward = unet_forward};
     out->first_stage = (sdc_first_stage){.self = f,
                                          .channels = 4,

@@ -153,7 +153,7 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
     if (p->clip_skip > 0 && !ctx->m.cond.uses_clip_skip)
         SDC_LOGW("--clip-skip does not apply to %s (it has no CLIP text encoder); ignored",
                  sdc_model_family_name(ctx->family));
-    if (isfinite(p->guidance))
+    if (isfinite(p->guidance) && !ctx->m.diffusion.set_guidance)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "--guidance: %s is not a guidance-distilled model (use --cfg-scale)",
                         sdc_model_family_name(ctx->family));
@@ -308,6 +308,7 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
         g->shape.n *= g->shape.frames;
     }
     if ((s = sdc_stage_set_refs(ctx, p, &g->shape)) != SDC_OK) return s;
+    if (dm->set_guidance && (s = dm->set_guidance(dm->self, p->guidance)) != SDC_OK) return s;
     size_t bytes = (size_t)g->shape.n * sizeof(float);
     g->x = malloc(bytes);
     g->noise = malloc(bytes);
