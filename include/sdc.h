@@ -199,8 +199,8 @@ typedef struct sdc_generate_params {
     void *preview_user;
     int preview_interval; /* call preview every N steps (<= 0: 1) */
     int clip_skip;        /* --clip-skip, <= 0: the family's default */
-    float guidance;       /* --guidance for guidance-distilled models, NAN = default */
-    float img_cfg_scale;  /* --img-cfg-scale, NAN = cfg_scale */
+    float guidance;       /* --guidance: guidance-distilled models, LCM w embedding; NAN = unset */
+    float img_cfg_scale;  /* --img-cfg-scale (inpaint/pix2pix UNets), NAN = unset: 1 as sd.cpp */
     /* hires fix (--hires, sd-cli's): a first pass at width x height, an upscale, then a
      * second img2img-like pass at the hires size; the images come out at the hires size.
      * Every image's RNGs are re-seeded with its seed for the second pass, as sd.cpp does. */
