@@ -137,8 +137,8 @@ STATUS = r"""
 --hires-steps | works | cli | int | 10 | gen.hires_steps | - | both | 0 | N | second-pass steps of the hires fix, 0 to use --steps (default: 0)
 --hires-upscale-tile-size | works | cli | int | 256 | gen.hires_upscale_tile_size | - | both | 128 | N | tile size of a hires model upscaler (default: 128)
 --cfg-scale | works | cli | float | 6 | gen.cfg_scale | - | both | - | X | classifier-free guidance scale (default: 7.0)
---img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpaint/edit models (default: --cfg-scale)
---guidance | lib | library | float | 3.5 | gen.guidance | - | cli | - | X | distilled guidance of guidance-distilled models (default: 3.5)
+--img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpainting and InstructPix2Pix UNets (unset: 1, as sd.cpp's code; docs/sd.md); refused by other models unless equal to --cfg-scale
+--guidance | lib | library | float | 3.5 | gen.guidance | - | cli | - | X | distilled guidance of guidance-distilled models; LCM UNets with time_cond_proj: the w embedding of G - 1 (unset: left out, as sd.cpp); refused by other models
 --slg-scale | error | cli | float | 2.5 | - | - | both | 0 | X | skip-layer guidance is not supported yet
 --skip-layer-start | warning | cli | float | 0.05 | - | - | both | 0.01 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
 --skip-layer-end | warning | cli | float | 0.3 | - | - | both | 0.2 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
