@@ -147,6 +147,9 @@ typedef struct sdc_context_params {
     const char *vae_relative_tile_size; /* --vae-relative-tile-size "0.5x0.5", NULL = none */
     float vae_tile_overlap;             /* --vae-tile-overlap, NAN = 0.5 */
     const char *lora_apply_mode; /* --lora-apply-mode auto|immediately|at_runtime, NULL = auto */
+    /* --llm-tokenizer: the Qwen2 tokenizer (tokenizer.json, vocab.json, merges.txt or a folder
+     * with one); NULL = embedded in the LLM's GGUF, else found next to the --llm file */
+    const char *llm_tokenizer_path;
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);
@@ -299,6 +302,9 @@ typedef struct sdc_convert_params {
     int n_threads;                    /* <= 0: all cores */
     const char *clip_tokenizer_path;  /* CLIP tokenizer to embed (default: found as
                                        * generation finds it); SD families only */
+    const char *llm_path;             /* --llm: "text_encoders.llm." */
+    const char *llm_tokenizer_path;   /* Qwen2 tokenizer to embed with a Qwen2.5-VL LLM
+                                       * (default: found as generation finds it) */
 } sdc_convert_params;
 
 SDC_API void sdc_convert_params_init(sdc_convert_params *p);

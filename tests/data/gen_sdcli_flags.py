@@ -192,6 +192,7 @@ STATUS = r"""
 --negative-prompt-file | works | cli | path | @TXT | gen.negative_prompt | NEG_PROMPT_FILE | both | - | PATH | read the negative prompt from this file
 @own --clip-tokenizer | works | cli | path | @TOK | ctx.clip_tokenizer_path | - | both | - | PATH | CLIP tokenizer (vocab.json, merges.txt, tokenizer.json or bpe_simple_vocab_16e6.txt.gz; default: found next to the model)
 @own --t5-tokenizer | works | cli | path | @TOK | ctx.t5_tokenizer_path | - | both | - | PATH | T5 tokenizer (tokenizer.json or spiece.model; default: found next to the T5)
+@own --llm-tokenizer | works | cli | path | @TOK | ctx.llm_tokenizer_path | - | both | - | PATH | Qwen2 tokenizer for --llm (tokenizer.json, vocab.json, merges.txt or their folder; default: embedded in the LLM GGUF, else found next to it)
 @own --cpu-devices | works | library | int | 2 | cpu_devices | CPU_DEVICES | both | - | N | split the CPU into N devices cpu0..cpuN-1 (for placement and splits)
 @own --version | works | cli | none | - | - | VERSION | both | - | - | print the version and exit
 """
