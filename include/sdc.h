@@ -161,6 +161,16 @@ SDC_API const char *sdc_context_describe(const sdc_context *ctx);
 /* The model's size step: width and height must be multiples of it (MiniT2I: its patch
  * size in pixels, 16); 1 when the model has no such rule, 0 for a NULL context. */
 SDC_API int sdc_context_size_multiple(const sdc_context *ctx);
+/* How the loaded model reads reference images (sdc_generate_params.ref_images, -r):
+ * NONE: not at all (they are refused); WITH_INIT: beside an optional init image
+ * (InstructPix2Pix); ONLY: an init image is refused (Qwen-Image-Layered). Servers use it
+ * to route the images of an OpenAI edit, which sd.cpp passes as both. */
+typedef enum sdc_ref_use {
+    SDC_REFS_NONE = 0,
+    SDC_REFS_WITH_INIT = 1,
+    SDC_REFS_ONLY = 2,
+} sdc_ref_use;
+SDC_API sdc_ref_use sdc_context_ref_use(const sdc_context *ctx);
 /* Asks a running sdc_generate_image on ctx to stop (from any thread); it returns
  * SDC_ERR_CANCELLED within one sampling step. */
 SDC_API void sdc_cancel(sdc_context *ctx);
