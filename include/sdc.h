@@ -147,6 +147,9 @@ typedef struct sdc_context_params {
     const char *vae_relative_tile_size; /* --vae-relative-tile-size "0.5x0.5", NULL = none */
     float vae_tile_overlap;             /* --vae-tile-overlap, NAN = 0.5 */
     const char *lora_apply_mode; /* --lora-apply-mode auto|immediately|at_runtime, NULL = auto */
+    /* --llm-tokenizer: the Qwen2 tokenizer (tokenizer.json, vocab.json, merges.txt or a folder
+     * with one); NULL = embedded in the LLM's GGUF, else found next to the --llm file */
+    const char *llm_tokenizer_path;
 } sdc_context_params;
 
 SDC_API void sdc_context_params_init(sdc_context_params *p);
@@ -158,6 +161,16 @@ SDC_API const char *sdc_context_describe(const sdc_context *ctx);
 /* The model's size step: width and height must be multiples of it (MiniT2I: its patch
  * size in pixels, 16); 1 when the model has no such rule, 0 for a NULL context. */
 SDC_API int sdc_context_size_multiple(const sdc_context *ctx);
+/* How the loaded model reads reference images (sdc_generate_params.ref_images, -r):
+ * NONE: not at all (they are refused); WITH_INIT: beside an optional init image
+ * (InstructPix2Pix); ONLY: an init image is refused (Qwen-Image-Layered). Servers use it
+ * to route the images of an OpenAI edit, which sd.cpp passes as both. */
+typedef enum sdc_ref_use {
+    SDC_REFS_NONE = 0,
+    SDC_REFS_WITH_INIT = 1,
+    SDC_REFS_ONLY = 2,
+} sdc_ref_use;
+SDC_API sdc_ref_use sdc_context_ref_use(const sdc_context *ctx);
 /* Asks a running sdc_generate_image on ctx to stop (from any thread); it returns
  * SDC_ERR_CANCELLED within one sampling step. */
 SDC_API void sdc_cancel(sdc_context *ctx);
@@ -199,8 +212,8 @@ typedef struct sdc_generate_params {
     void *preview_user;
     int preview_interval; /* call preview every N steps (<= 0: 1) */
     int clip_skip;        /* --clip-skip, <= 0: the family's default */
-    float guidance;       /* --guidance for guidance-distilled models, NAN = default */
-    float img_cfg_scale;  /* --img-cfg-scale, NAN = cfg_scale */
+    float guidance;       /* --guidance: guidance-distilled models, LCM w embedding; NAN = unset */
+    float img_cfg_scale;  /* --img-cfg-scale (inpaint/pix2pix UNets), NAN = unset: 1 as sd.cpp */
     /* hires fix (--hires, sd-cli's): a first pass at width x height, an upscale, then a
      * second img2img-like pass at the hires size; the images come out at the hires size.
      * Every image's RNGs are re-seeded with its seed for the second pass, as sd.cpp does. */
@@ -299,6 +312,9 @@ typedef struct sdc_convert_params {
     int n_threads;                    /* <= 0: all cores */
     const char *clip_tokenizer_path;  /* CLIP tokenizer to embed (default: found as
                                        * generation finds it); SD families only */
+    const char *llm_path;             /* --llm: "text_encoders.llm." */
+    const char *llm_tokenizer_path;   /* Qwen2 tokenizer to embed with a Qwen2.5-VL LLM
+                                       * (default: found as generation finds it) */
 } sdc_convert_params;
 
 SDC_API void sdc_convert_params_init(sdc_convert_params *p);

@@ -135,56 +135,85 @@ typedef struct col_seg {
     int64_t j0, len, iy0, ix0;
 } col_seg;
 
-/* panel[kk * NR + j] = input value under tap k0+kk of pixel pix0+j (zero outside the
- * image and for j >= npx): im2col of one panel, straight into the micro-kernel layout. */
-static void pack_col_panel(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t g,
-                           int64_t pix0, int64_t npx, int64_t k0, int64_t kc, float *panel) {
-    col_seg seg[NR];
-    int nseg = 0;
-    for (int64_t j = 0; j < npx;) {
-        const int64_t p = pix0 + j, oy = p / c->ow, ox = p % c->ow;
-        const int64_t len = min64(npx - j, c->ow - ox);
-        seg[nseg++] = (col_seg){j, len, oy * c->sy - c->py, ox * c->sx - c->px};
-        j += len;
+#define TILE_PANELS (CONV_NT / NR)
+
+/* The row runs of each panel of a tile: pixels [pix0, pix0+np), NR a panel. */
+typedef struct tile_segs {
+    int64_t npanels;
+    int nseg[TILE_PANELS];
+    col_seg seg[TILE_PANELS][NR];
+} tile_segs;
+
+static void tile_segments(const conv_geom *c, int64_t pix0, int64_t np, tile_segs *t) {
+    t->npanels = (np + NR - 1) / NR;
+    for (int64_t q = 0; q < t->npanels; q++) {
+        const int64_t npx = min64(NR, np - q * NR);
+        int nseg = 0;
+        for (int64_t j = 0; j < npx;) {
+            const int64_t p = pix0 + q * NR + j, oy = p / c->ow, ox = p % c->ow;
+            const int64_t len = min64(npx - j, c->ow - ox);
+            t->seg[q][nseg++] = (col_seg){j, len, oy * c->sy - c->py, ox * c->sx - c->px};
+            j += len;
+        }
+        t->nseg[q] = nseg;
+    }
+}
+
+/* One tap's row run of one panel: o[j] = input under tap (ci, ky, kx) of the run's pixels. */
+static void gather_run(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t ch, int64_t ky,
+                       int64_t kx, const col_seg *sg, float *o) {
+    const int64_t iy = sg->iy0 + ky * c->dy, ix = sg->ix0 + kx * c->dx;
+    if (iy < 0 || iy >= c->ih) {
+        memset(o, 0, sizeof(float) * (size_t)sg->len);
+        return;
     }
     const size_t nb0 = x->nb[0];
-    const bool unit = c->sx == 1 && nb0 == sizeof(float);
+    const char *xr = sdc_row_ptr(x, iy, ch, n);
+    if (c->sx == 1 && nb0 == sizeof(float)) {
+        const float *xf = (const float *)xr;
+        if (sg->len == NR && ix >= 0 && ix + NR <= c->iw) {
+            memcpy(o, xf + ix, sizeof(float) * NR);
+            return;
+        }
+        /* columns [lo, hi) of the run are inside the image */
+        int64_t lo = ix < 0 ? -ix : 0, hi = c->iw - ix;
+        lo = min64(lo, sg->len), hi = hi < lo ? lo : min64(hi, sg->len);
+        for (int64_t j = 0; j < lo; j++) o[j] = 0.0f;
+        if (hi > lo) memcpy(o + lo, xf + ix + lo, sizeof(float) * (size_t)(hi - lo));
+        for (int64_t j = hi; j < sg->len; j++) o[j] = 0.0f;
+    } else if (nb0 == sizeof(float) && ix >= 0 && ix + (sg->len - 1) * c->sx < c->iw) {
+        const float *xf = (const float *)xr + ix; /* strided, all inside */
+        for (int64_t j = 0; j < sg->len; j++) o[j] = xf[j * c->sx];
+    } else {
+        for (int64_t j = 0; j < sg->len; j++) {
+            const int64_t xx = ix + j * c->sx;
+            o[j] = xx >= 0 && xx < c->iw ? *(const float *)(xr + (size_t)xx * nb0) : 0.0f;
+        }
+    }
+}
+
+/* col + q*kc*NR + kk*NR = input values under tap k0+kk of panel q's pixels (zero outside
+ * the image and past the tile): im2col of a whole tile, straight into the micro-kernel
+ * layout. Taps outside, panels inside: one tap reads one input row from left to right
+ * across the panels, a stream the prefetcher follows (panel by panel, every tap would
+ * start a new stream in another channel: a cache miss each with few output channels). */
+static void pack_col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t g,
+                          const tile_segs *t, int64_t np, int64_t k0, int64_t kc, float *col) {
     const int64_t khw = c->kw * c->kh;
     int64_t ci = k0 / khw, ky = k0 % khw / c->kw, kx = k0 % c->kw;
+    const int64_t last = t->npanels - 1, npx_last = np - last * NR;
     for (int64_t kk = 0; kk < kc; kk++) {
-        float *d = panel + kk * NR;
-        if (npx < NR) memset(d + npx, 0, sizeof(float) * (size_t)(NR - npx));
-        for (int sI = 0; sI < nseg; sI++) {
-            const col_seg *sg = &seg[sI];
-            float *o = d + sg->j0;
-            const int64_t iy = sg->iy0 + ky * c->dy, ix = sg->ix0 + kx * c->dx;
-            if (iy < 0 || iy >= c->ih) {
-                memset(o, 0, sizeof(float) * (size_t)sg->len);
-                continue;
-            }
-            const char *xr = sdc_row_ptr(x, iy, g * c->cin_g + ci, n);
-            if (unit) {
-                const float *xf = (const float *)xr;
-                if (sg->len == NR && ix >= 0 && ix + NR <= c->iw) {
-                    memcpy(o, xf + ix, sizeof(float) * NR);
-                    continue;
-                }
-                /* columns [lo, hi) of the run are inside the image */
-                int64_t lo = ix < 0 ? -ix : 0, hi = c->iw - ix;
-                lo = min64(lo, sg->len), hi = hi < lo ? lo : min64(hi, sg->len);
-                for (int64_t j = 0; j < lo; j++) o[j] = 0.0f;
-                if (hi > lo) memcpy(o + lo, xf + ix + lo, sizeof(float) * (size_t)(hi - lo));
-                for (int64_t j = hi; j < sg->len; j++) o[j] = 0.0f;
-            } else if (nb0 == sizeof(float) && ix >= 0 && ix + (sg->len - 1) * c->sx < c->iw) {
-                const float *xf = (const float *)xr + ix; /* strided, all inside */
-                for (int64_t j = 0; j < sg->len; j++) o[j] = xf[j * c->sx];
-            } else {
-                for (int64_t j = 0; j < sg->len; j++) {
-                    const int64_t xx = ix + j * c->sx;
-                    o[j] = xx >= 0 && xx < c->iw ? *(const float *)(xr + (size_t)xx * nb0) : 0.0f;
-                }
+        const int64_t ch = g * c->cin_g + ci;
+        for (int64_t q = 0; q <= last; q++) {
+            float *d = col + q * kc * NR + kk * NR;
+            for (int sI = 0; sI < t->nseg[q]; sI++) {
+                const col_seg *sg = &t->seg[q][sI];
+                gather_run(x, c, n, ch, ky, kx, sg, d + sg->j0);
             }
         }
+        if (npx_last < NR)
+            memset(col + last * kc * NR + kk * NR + npx_last, 0,
+                   sizeof(float) * (size_t)(NR - npx_last));
         if (++kx == c->kw) {
             kx = 0;
             if (++ky == c->kh) ky = 0, ci++;
@@ -200,7 +229,9 @@ static void conv_unit(const sdc_gemm_kernels *kern, const sdc_tensor *x, sdc_ten
                       int64_t co_end, int64_t r0, int64_t r1, int64_t pix0, int64_t np, float *col,
                       float *abuf, float *tmp) {
     const sdc_tensor *bias = dst->src[2];
-    const int64_t npanels = (np + NR - 1) / NR;
+    tile_segs ts;
+    tile_segments(c, pix0, np, &ts);
+    const int64_t npanels = ts.npanels;
     for (int64_t co = co0 + r0 * MR; co < min64(co_end, co0 + r1 * MR); co++) {
         float *out = (float *)sdc_row_ptr(dst, 0, co, n) + pix0;
         const float b = bias ? ((const float *)bias->data)[co] : 0.0f;
@@ -208,9 +239,7 @@ static void conv_unit(const sdc_gemm_kernels *kern, const sdc_tensor *x, sdc_ten
     }
     for (int64_t s = 0; s < c->nslices; s++) {
         const int64_t k0 = s * CONV_KC, kc = min64(CONV_KC, c->kdim - k0);
-        for (int64_t q = 0; q < npanels; q++)
-            pack_col_panel(x, c, n, g, pix0 + q * NR, min64(NR, np - q * NR), k0, kc,
-                           col + q * kc * NR);
+        pack_col_tile(x, c, n, g, &ts, np, k0, kc, col);
         for (int64_t r = r0; r < r1; r++) {
             const float *a = wpack + (s * c->bgroups + r) * APANEL;
             if (!wpack) {

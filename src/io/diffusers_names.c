@@ -138,6 +138,7 @@ static bool unet_name(const char *name, const sdc_unet_layout_hint *h, char *out
     } fixed[] = {{"conv_in.", "input_blocks.0.0."},
                  {"time_embedding.linear_1.", "time_embed.0."},
                  {"time_embedding.linear_2.", "time_embed.2."},
+                 {"time_embedding.cond_proj.", "time_embedding.cond_proj."}, /* LCM */
                  {"add_embedding.linear_1.", "label_emb.0.0."},
                  {"add_embedding.linear_2.", "label_emb.0.2."},
                  {"conv_norm_out.", "out.0."},

@@ -58,6 +58,8 @@ struct sdc_unet {
     sdc_unet_config cfg;
     sdc_unet_options opt;
     lin time0, time2, label0, label2;
+    lin tcond;        /* time_embedding.cond_proj (LCM), w NULL: absent */
+    float *tcond_emb; /* the w embedding set for the next forwards, NULL: none */
     conv conv_in, conv_out;
     sdc_tensor *out_gn_w, *out_gn_b;
     ublock in[MAX_BLOCKS], out[MAX_BLOCKS], mid;
@@ -501,6 +503,12 @@ sdc_status sdc_unet_load_ex(const sdc_weight_source *ws, const char *prefix,
     int mc = c->model_channels, ted = c->time_embed_dim;
     load_lin(&ld, &m->time0, "time_embed.0", mc, ted, true);
     load_lin(&ld, &m->time2, "time_embed.2", ted, ted, true);
+    /* LCM checkpoints keep diffusers' name for the w projection under the LDM prefix */
+    sdc_tensor *tc = sdc_weight_find(ws, prefix, "time_embedding.cond_proj.weight");
+    if (tc && tc->ne[1] == mc) {
+        c->time_cond_proj_dim = (int)tc->ne[0];
+        load_lin(&ld, &m->tcond, "time_embedding.cond_proj", c->time_cond_proj_dim, mc, false);
+    }
     if (c->adm_in_channels) {
         load_lin(&ld, &m->label0, "label_emb.0.0", c->adm_in_channels, ted, true);
         load_lin(&ld, &m->label2, "label_emb.0.2", ted, ted, true);
@@ -537,7 +545,36 @@ void sdc_unet_free(sdc_unet *m) {
     for (int i = 0; i < m->n_owned; i++) sdc_buffer_free(m->owned[i].buffer);
     free(m->owned);
     free(m->used);
+    free(m->tcond_emb);
     free(m);
+}
+
+sdc_status sdc_unet_set_time_cond(sdc_unet *m, const float *emb) {
+    free(m->tcond_emb);
+    m->tcond_emb = NULL;
+    if (!emb) return SDC_OK;
+    int d = m->cfg.time_cond_proj_dim;
+    if (d <= 0)
+        return sdc_fail(SDC_ERR_UNSUPPORTED,
+                        "unet: no time_embedding.cond_proj (not an LCM-distilled UNet): no w "
+                        "embedding to set");
+    if (!(m->tcond_emb = malloc((size_t)d * sizeof(float))))
+        return sdc_fail(SDC_ERR_NO_MEMORY, "unet: out of memory");
+    memcpy(m->tcond_emb, emb, (size_t)d * sizeof(float));
+    return SDC_OK;
+}
+
+void sdc_unet_guidance_embedding(float w, int dim, float *out) {
+    /* float32 throughout, in diffusers' order: the argument reaches ~1e4, where a change in
+     * rounding moves sin/cos by 1e-3 */
+    int half = dim / 2;
+    float ws = w * 1000.0f, step = logf(10000.0f) / (float)(half - 1);
+    for (int i = 0; i < half; i++) {
+        float a = ws * expf((float)i * -step);
+        out[i] = sinf(a);
+        out[half + i] = cosf(a);
+    }
+    if (dim % 2) out[dim - 1] = 0.0f;
 }
 
 const sdc_unet_config *sdc_unet_get_config(const sdc_unet *m) {
@@ -557,6 +594,7 @@ typedef struct builder {
     const sdc_unet *m;
     bool round;                /* emulate ggml's F16 conversion of matmul/conv inputs */
     sdc_tensor *emb_act, *ctx; /* silu(time embedding) [ted, B]; context [ctx_dim, n_ctx, B] */
+    sdc_tensor *tcond;         /* LCM w embedding [time_cond_proj_dim, B], or NULL */
     /* F16-rounded copies: the two inputs every block reads, then the most recent ones (q, k
      * and v share one) */
     sdc_tensor *pin_src[2], *pin_dst[2], *rsrc[4], *rdst[4];
@@ -683,6 +721,7 @@ static sdc_tensor *build(builder *bd, sdc_tensor *x, sdc_tensor *t, sdc_tensor *
     sdc_graph *g = bd->g;
     const sdc_unet_config *c = &m->cfg;
     sdc_tensor *te = sdc_timestep_embedding(g, t, c->model_channels, 10000);
+    if (bd->tcond) te = sdc_add(g, te, linear(bd, &m->tcond, bd->tcond));
     sdc_tensor *emb = linear(bd, &m->time2, sdc_silu(g, linear(bd, &m->time0, te)));
     if (y) emb = sdc_add(g, emb, linear(bd, &m->label2, sdc_silu(g, linear(bd, &m->label0, y))));
     bd->emb_act = sdc_silu(g, emb);
@@ -747,7 +786,10 @@ sdc_status sdc_unet_forward(sdc_unet *m, sdc_backend *be, const float *x, int B,
     sdc_tensor *tin = sdc_graph_input_1d(g, SDC_TYPE_F32, B);
     sdc_tensor *cin = sdc_graph_input(g, SDC_TYPE_F32, 3, cne);
     sdc_tensor *yin = c->adm_in_channels ? sdc_graph_input(g, SDC_TYPE_F32, 2, yne) : NULL;
-    builder bd = {.g = g, .m = m, .round = !m->opt.exact, .ctx = cin};
+    int64_t wne[2] = {c->time_cond_proj_dim, B};
+    float *wemb = NULL; /* the w embedding for every batch item */
+    sdc_tensor *win = m->tcond_emb ? sdc_graph_input(g, SDC_TYPE_F32, 2, wne) : NULL;
+    builder bd = {.g = g, .m = m, .round = !m->opt.exact, .ctx = cin, .tcond = win};
     sdc_tensor *o = build(&bd, xin, tin, yin);
     if (o) sdc_graph_mark_output(g, o);
     sdc_status s = sdc_graph_status(g);
@@ -756,14 +798,26 @@ sdc_status sdc_unet_forward(sdc_unet *m, sdc_backend *be, const float *x, int B,
         goto done;
     }
     size_t nx = (size_t)w * h * c->in_channels * B;
-    sdc_input_data inputs[4] = {{xin, x, nx * sizeof(float)},
+    sdc_input_data inputs[5] = {{xin, x, nx * sizeof(float)},
                                 {tin, t, (size_t)B * sizeof(float)},
-                                {cin, ctx, (size_t)c->context_dim * n_ctx * B * sizeof(float)},
-                                {yin, y, (size_t)c->adm_in_channels * B * sizeof(float)}};
-    if ((s = sdc_backend_set_inputs(be, g, inputs, yin ? 4 : 3)) != SDC_OK) goto done;
+                                {cin, ctx, (size_t)c->context_dim * n_ctx * B * sizeof(float)}};
+    int n_in = 3;
+    if (yin)
+        inputs[n_in++] = (sdc_input_data){yin, y, (size_t)c->adm_in_channels * B * sizeof(float)};
+    if (win) {
+        size_t d = (size_t)c->time_cond_proj_dim;
+        if (!(wemb = malloc(d * B * sizeof(float)))) {
+            s = sdc_fail(SDC_ERR_NO_MEMORY, "unet: out of memory");
+            goto done;
+        }
+        for (int b = 0; b < B; b++) memcpy(wemb + d * b, m->tcond_emb, d * sizeof(float));
+        inputs[n_in++] = (sdc_input_data){win, wemb, d * B * sizeof(float)};
+    }
+    if ((s = sdc_backend_set_inputs(be, g, inputs, n_in)) != SDC_OK) goto done;
     if ((s = sdc_backend_compute(be, g, cb, cb_user)) != SDC_OK) goto done;
     s = sdc_backend_tensor_get(be, o, out, 0, (size_t)w * h * c->out_channels * B * sizeof(float));
 done:
+    free(wemb);
     sdc_graph_free(g);
     return s;
 }

@@ -27,7 +27,10 @@ typedef struct sdc_unet_config {
     int adm_in_channels; /* 0 = no label_emb; SDXL 2816 */
     bool linear_proj;    /* proj_in/proj_out Linear (SD2, SDXL) vs 1x1 conv (SD1) */
     int time_embed_dim;  /* 4 * model_channels */
-    int n_tensors;       /* tensors under the prefix that the model uses */
+    /* LCM-distilled UNets (LCM-Dreamshaper): width of the w embedding that
+     * time_embedding.cond_proj adds to the timestep embedding; 0 = none */
+    int time_cond_proj_dim;
+    int n_tensors; /* tensors under the prefix that the model uses */
 } sdc_unet_config;
 
 /* Load-time choices; zero-initialised = detect everything, sd.cpp's numerics. */
@@ -56,6 +59,15 @@ void sdc_unet_free(sdc_unet *m);
 const sdc_unet_config *sdc_unet_get_config(const sdc_unet *m);
 /* Whether name (full, with prefix) is one of the tensors the loaded model uses. */
 bool sdc_unet_uses(const sdc_unet *m, const char *name);
+
+/* LCM w embedding (diffusers' UNet2DConditionModel timestep_cond): emb [time_cond_proj_dim]
+ * is projected by time_embedding.cond_proj and added to the timestep embedding of every
+ * batch item in the following forwards; NULL (the default) leaves it out, as sd.cpp does
+ * (it ignores the tensor). Copied. Refused when the model has no cond_proj. */
+sdc_status sdc_unet_set_time_cond(sdc_unet *m, const float *emb);
+/* diffusers' LatentConsistencyModelPipeline.get_guidance_scale_embedding of one w (the
+ * pipeline passes guidance_scale - 1) into out[dim], in float32 as it computes it. */
+void sdc_unet_guidance_embedding(float w, int dim, float *out);
 
 /* B latents x [B][in_ch][h][w] at model timesteps t[B] (float, 0..999) with contexts ctx
  * [B][n_ctx][context_dim] and (SDXL) y [B][adm_in_channels] (NULL otherwise): out [B][out_ch][h][w]

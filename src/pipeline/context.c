@@ -236,6 +236,12 @@ int sdc_context_size_multiple(const sdc_context *ctx) {
     return ctx->m.diffusion.size_multiple > 0 ? ctx->m.diffusion.size_multiple : 1;
 }
 
+sdc_ref_use sdc_context_ref_use(const sdc_context *ctx) {
+    if (!ctx || ctx->m.diffusion.ref_size_multiple <= 0) return SDC_REFS_NONE;
+    /* latent frames (Layered) refuse -i: the layers are made from the reference */
+    return ctx->m.diffusion.latent_frames ? SDC_REFS_ONLY : SDC_REFS_WITH_INIT;
+}
+
 static int clamp_threads(int n) {
     int cores = sdc_cpu_count();
     if (n <= 0) return sdc_cpu_physical_cores(); /* SMT siblings only add contention */

@@ -24,6 +24,7 @@
 #include "pipeline/clip_tokenizer_source.h"
 #include "pipeline/imatrix.h"
 #include "pipeline/quant_rules.h"
+#include "pipeline/qwen2_tokenizer_source.h"
 #include "pipeline/tokenizer_export.h"
 
 /* drop source pages after this many bytes read from a file */
@@ -483,6 +484,38 @@ static sdc_status write_safetensors(convert_state *cs, const sdc_convert_params 
     return s;
 }
 
+/* A Qwen2.5-VL language model among the inputs (HF / ComfyUI names, or llama.cpp's). */
+static bool has_qwen_llm(const sdc_loader *l) {
+    static const char *const names[] = {"text_encoders.llm.model.embed_tokens.weight",
+                                        "text_encoders.llm.token_embd.weight",
+                                        "model.embed_tokens.weight", "token_embd.weight"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (sdc_loader_find(l, names[i])) return true;
+    return false;
+}
+
+/* Embeds the Qwen2 tokenizer with a Qwen2.5-VL LLM, in llama.cpp's keys (so that the GGUF
+ * needs no tokenizer files). Not found: a warning; an explicit path that fails: the error. */
+static sdc_status export_qwen2_tokenizer(const sdc_loader *l, const sdc_convert_params *p,
+                                         sdc_gguf_writer *w) {
+    if (!has_qwen_llm(l)) return SDC_OK;
+    sdc_qwen2_tokenizer *tok = NULL;
+    sdc_status s = sdc_load_qwen2_tokenizer(l, p->llm_path ? p->llm_path : p->model_path,
+                                            p->llm_tokenizer_path, &tok);
+    if (s != SDC_OK) {
+        if (p->llm_tokenizer_path && *p->llm_tokenizer_path) return s;
+        SDC_LOGW("convert: no Qwen2 tokenizer found (%s); the GGUF will need --llm-tokenizer",
+                 sdc_last_error());
+        return SDC_OK;
+    }
+    s = sdc_qwen2_tokenizer_write_gguf(tok, w);
+    if (s == SDC_OK)
+        SDC_LOGI("convert: Qwen2 tokenizer embedded (%d tokens)",
+                 sdc_qwen2_tokenizer_vocab_size(tok));
+    sdc_qwen2_tokenizer_free(tok);
+    return s;
+}
+
 static sdc_status write_gguf(convert_state *cs, const sdc_convert_params *p,
                              const char *const *files, int n_files, const char *path) {
     sdc_gguf_writer *w;
@@ -509,6 +542,7 @@ static sdc_status write_gguf(convert_state *cs, const sdc_convert_params *p,
         s = sdc_export_t5_tokenizer(cs->l, p->t5xxl_path ? p->t5xxl_path : p->model_path,
                                     p->t5_tokenizer_path, w);
     if (s == SDC_OK && cs->sd_family) s = export_clip_tokenizers(cs->l, p, w);
+    if (s == SDC_OK) s = export_qwen2_tokenizer(cs->l, p, w);
     for (int i = 0; i < cs->n && s == SDC_OK; i++) {
         out_tensor *o = &cs->t[i];
         s = sdc_gguf_add_tensor_fn(w, o->src->name, o->type, o->n_dims, o->src->ne, gguf_fill, cs);
@@ -530,17 +564,19 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
                                            "text_encoders.t5xxl.transformer.",
                                            "text_encoders.clip_l.transformer.",
                                            "text_encoders.clip_g.transformer.",
-                                           "vae."};
+                                           "vae.",
+                                           "text_encoders.llm."};
     const char *paths[] = {p->model_path,  p->diffusion_model_path, p->t5xxl_path,
-                           p->clip_l_path, p->clip_g_path,          p->vae_path};
-    const char *files[6];
-    char file_desc[6][600];
+                           p->clip_l_path, p->clip_g_path,          p->vae_path,
+                           p->llm_path};
+    const char *files[7];
+    char file_desc[7][600];
     int n_files = 0;
     sdc_loader *l = NULL;
     sdc_quant_rules *rules = NULL;
     convert_state cs = {0};
     sdc_status s = sdc_loader_create(&l);
-    for (int i = 0; i < 6 && s == SDC_OK; i++) {
+    for (int i = 0; i < 7 && s == SDC_OK; i++) {
         if (!paths[i] || !*paths[i]) continue;
         s = sdc_loader_add_file(l, paths[i], prefixes[i]);
         snprintf(file_desc[n_files], sizeof file_desc[0], "%s%s%s", prefixes[i],
@@ -550,8 +586,8 @@ sdc_status sdc_convert(const sdc_convert_params *p) {
     }
     if (s == SDC_OK && n_files == 0)
         s = sdc_fail(SDC_ERR_INVALID_ARG,
-                     "convert: no input: pass -m, --diffusion-model, --t5xxl, --clip_l, --clip_g "
-                     "or --vae");
+                     "convert: no input: pass -m, --diffusion-model, --t5xxl, --clip_l, --clip_g, "
+                     "--vae or --llm");
     if (s == SDC_OK && p->convert_name)
         SDC_LOGI("--convert-name: names are kept as stored (MiniT2I and T5 already carry "
                  "sd.cpp's; SD checkpoints' LDM names, diffusers folders mapped to them, are ones "

@@ -28,7 +28,10 @@ typedef struct sdc_cond {
     int n_ctx, ctx_dim;
     float *pooled; /* [n_pooled] pooled vector (SDXL, SD3, Flux), NULL if none (owned) */
     int n_pooled;
-    int n_tokens;  /* real tokens the text encoder read */
+    int n_tokens; /* real tokens the text encoder read */
+    /* a view of the unconditional branch for the image-unconditional pass of models with
+     * an image input (diffusion.img_cfg): the model zeroes its image latent; never freed */
+    bool image_uncond;
     int n_dropped; /* tokens beyond what the model reads (warned about) */
 } sdc_cond;
 
@@ -79,6 +82,12 @@ typedef struct sdc_diffusion {
      * [concat_channels][h][w] at latent size. NULL: the model reads only x. */
     int concat_channels;
     sdc_status (*set_concat)(void *self, const float *concat, int w, int h);
+    /* The model reads an image latent (inpainting, InstructPix2Pix): --img-cfg-scale adds
+     * sd.cpp's image-unconditional pass (sdc_cond.image_uncond: that latent zeroed). */
+    bool img_cfg;
+    /* Models with a guidance input (LCM UNets' w embedding): --guidance for the next
+     * generation, NAN when not given. NULL: the model has none (--guidance is refused). */
+    sdc_status (*set_guidance)(void *self, float guidance);
     /* Latent frames per image (Qwen-Image-Layered: --qwen-image-layers + 1, each decoded
      * to an image of its own); a latent is [C][frames][h][w]. NULL: 1. */
     int (*latent_frames)(void *self, const sdc_generate_params *p);

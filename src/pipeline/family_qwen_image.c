@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/log.h"
 #include "io/model_loader.h"
@@ -23,6 +22,7 @@
 #include "models/qwen_image_dit.h"
 #include "models/wan_vae.h"
 #include "pipeline/family.h"
+#include "pipeline/qwen2_tokenizer_source.h"
 #include "text/qwen2_tokenizer.h"
 
 #define PREFIX_DIT "model.diffusion_model."
@@ -282,41 +282,6 @@ static sdc_status fs_decode(void *self, const sdc_stage_env *env, const float *l
     return s;
 }
 
-static bool is_file_or_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* The Qwen2 tokenizer: sd.cpp embeds its vocabulary; we read tokenizer.json / vocab.json
- * / merges.txt from a `tokenizer/` folder next to the --llm file (or -m), else from its
- * folder (the layout of a Hugging Face text_encoder + tokenizer download). */
-static sdc_status load_tokenizer(const char *llm_path, sdc_qwen2_tokenizer **out) {
-    *out = NULL;
-    if (!llm_path)
-        return sdc_fail(SDC_ERR_INVALID_ARG,
-                        "Qwen Image: no file to find the Qwen2 tokenizer next to: pass --llm");
-    char dir[4096], cand[4200];
-    snprintf(dir, sizeof dir, "%s", llm_path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    const char *tries[] = {"tokenizer", "../tokenizer", "tokenizer.json", "vocab.json",
-                           "merges.txt"};
-    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
-        snprintf(cand, sizeof cand, "%s/%s", dir, tries[i]);
-        if (!is_file_or_dir(cand)) continue;
-        sdc_status s = sdc_qwen2_tokenizer_load(cand, out);
-        if (s == SDC_OK) SDC_LOGI("qwen2 tokenizer: %s", cand);
-        return s;
-    }
-    return sdc_fail(SDC_ERR_IO,
-                    "Qwen Image: no Qwen2 tokenizer next to the LLM %s (looked for tokenizer/, "
-                    "../tokenizer/, tokenizer.json, vocab.json, merges.txt in %s)",
-                    llm_path, dir);
-}
-
 /* A Layered DiT needs the RGBA VAE and the plain DiT the RGB one: the wrong pair loads but
  * makes 3-channel layers or misreads the latents, so it is refused naming both files. */
 static sdc_status check_layered_pair(const sdc_context_params *p, const sdc_qwen_dit_config *c,
@@ -378,7 +343,9 @@ static sdc_status load_parts(qwen_family *f, const sdc_family_load_args *a) {
                      "Qwen Image: no Wan VAE in the files (looked under 'vae.' and "
                      "'first_stage_model.'): pass it with --vae");
     if (s == SDC_OK) s = sdc_wan_vae_load(&f->ws, vp, &f->vae);
-    if (s == SDC_OK) s = load_tokenizer(p->llm_path ? p->llm_path : p->model_path, &f->tok);
+    if (s == SDC_OK)
+        s = sdc_load_qwen2_tokenizer(a->weights, p->llm_path ? p->llm_path : p->model_path,
+                                     p->llm_tokenizer_path, &f->tok);
     if (s == SDC_OK) s = load_vision(f);
     if (s != SDC_OK) return s;
     const sdc_qwen_dit_config *c = sdc_qwen_dit_get_config(f->dit);

@@ -64,11 +64,16 @@ typedef struct sd_family {
     float *batch_ctx, *batch_y;
     size_t batch_n, batch_len[2];
     const float *batch_src[2];
-    /* inpainting UNets: the extra input [n_concat][h][w] of this generation, and the
-     * model input x | concat it is joined into */
+    /* inpainting (9-channel) and InstructPix2Pix (8-channel) UNets: the extra input
+     * [n_concat][h][w] of this generation, and the model input x | concat it is joined
+     * into; the image-unconditional pass (--img-cfg-scale) zeroes its image latent, the
+     * channels from concat_image on (inpainting keeps the mask, channel 0) */
     float *concat, *xcat;
-    int n_concat, concat_w, concat_h;
+    int n_concat, concat_w, concat_h, concat_image;
     size_t xcat_n;
+    bool pix2pix; /* SD 1.x InstructPix2Pix: the VAE's mean, unscaled, as sd.cpp encodes */
+    float *ref;   /* pix2pix: the -r image's latent [4][ref_h][ref_w] */
+    int ref_w, ref_h;
 } sd_family;
 
 static sdc_tensor *find_weight(void *user, const char *name) {
@@ -90,6 +95,7 @@ static void family_free(void *state) {
     free(f->batch_y);
     free(f->concat);
     free(f->xcat);
+    free(f->ref);
     sdc_lora_state_free(f->lora); /* after the models: their weight copies point into it */
     free(f);
 }
@@ -265,10 +271,55 @@ static sdc_status set_concat(void *self, const float *concat, int w, int h) {
     return SDC_OK;
 }
 
-/* Inpainting UNets read [x | mask | masked latent] per batch item (sd.cpp concatenates
- * c_concat after x on the channel axis, the same for the cond and uncond passes). */
+/* InstructPix2Pix: the first reference image's latent (-r, encoded by stage_refs as sd.cpp
+ * does), resized to the output's latent by nearest neighbour as sd::ops::interpolate. */
+static sdc_status set_refs(void *self, int frames, const float *const *refs, const int *ref_w,
+                           const int *ref_h, int n_refs) {
+    sd_family *f = self;
+    (void)frames;
+    if (n_refs < 1)
+        return sdc_fail(SDC_ERR_INVALID_ARG,
+                        "%s InstructPix2Pix UNet: give the image to edit with -r/--ref-image "
+                        "(sd.cpp would edit a black image)",
+                        sdc_model_family_name(f->fam));
+    if (n_refs > 1) SDC_LOGW("InstructPix2Pix reads the first reference image only");
+    size_t n = (size_t)4 * ref_w[0] * ref_h[0];
+    float *c = malloc(n * sizeof(float));
+    if (!c) return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    memcpy(c, refs[0], n * sizeof(float));
+    free(f->ref);
+    f->ref = c;
+    free(f->concat); /* made at the output's latent size by the first forward */
+    f->concat = NULL;
+    f->ref_w = ref_w[0];
+    f->ref_h = ref_h[0];
+    return SDC_OK;
+}
+
+/* The reference latent at the output's latent size w x h (once per generation). */
+static sdc_status fit_ref(sd_family *f, int w, int h) {
+    /* made once; another size later (the hires pass) is refused by join_concat */
+    if (!f->pix2pix || !f->ref || f->concat) return SDC_OK;
+    size_t plane = (size_t)w * h;
+    float *c = malloc(4 * plane * sizeof(float));
+    if (!c) return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    for (int ch = 0; ch < 4; ch++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                int sy = (int)((int64_t)y * f->ref_h / h), sx = (int)((int64_t)x * f->ref_w / w);
+                c[ch * plane + (size_t)y * w + x] =
+                    f->ref[((size_t)ch * f->ref_h + sy) * f->ref_w + sx];
+            }
+    f->concat = c;
+    f->concat_w = w, f->concat_h = h;
+    return SDC_OK;
+}
+
+/* Inpainting and pix2pix UNets read [x | concat] per batch item (sd.cpp concatenates
+ * c_concat after x on the channel axis, the same for the cond and uncond passes; the
+ * image-unconditional pass gets its image latent zeroed). */
 static sdc_status join_concat(sd_family *f, const float *x, int B, int w, int h,
-                              const float **xin) {
+                              const sdc_cond *const *conds, const float **xin) {
     if (!f->n_concat) {
         *xin = x;
         return SDC_OK;
@@ -286,8 +337,26 @@ static sdc_status join_concat(sd_family *f, const float *x, int B, int w, int h,
         f->xcat_n = nx;
     }
     sdc_inpaint_join(x, 4, f->concat, f->n_concat, B, plane, f->xcat);
+    for (int b = 0; b < B; b++)
+        if (conds[b]->image_uncond)
+            memset(f->xcat + ((size_t)b * (4 + f->n_concat) + 4 + f->concat_image) * plane, 0,
+                   (size_t)(f->n_concat - f->concat_image) * plane * sizeof(float));
     *xin = f->xcat;
     return SDC_OK;
+}
+
+/* LCM-distilled UNets: --guidance G feeds the w embedding of G - 1 (diffusers'
+ * LatentConsistencyModelPipeline); without it the term is left out, as sd.cpp does. */
+static sdc_status set_guidance(void *self, float guidance) {
+    sd_family *f = self;
+    if (!isfinite(guidance)) return sdc_unet_set_time_cond(f->unet, NULL);
+    int d = sdc_unet_get_config(f->unet)->time_cond_proj_dim;
+    float *e = malloc((size_t)d * sizeof(float));
+    if (!e) return sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
+    sdc_unet_guidance_embedding(guidance - 1.0f, d, e);
+    sdc_status s = sdc_unet_set_time_cond(f->unet, e);
+    free(e);
+    return s;
 }
 
 static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float *x, int B,
@@ -297,7 +366,8 @@ static sdc_status unet_forward(void *self, const sdc_stage_env *env, const float
     const sdc_unet_config *uc = sdc_unet_get_config(f->unet);
     int w = width / 8, h = height / 8;
     size_t plane_in = (size_t)uc->in_channels * w * h, plane_out = (size_t)uc->out_channels * w * h;
-    sdc_status js = join_concat(f, x, B, w, h, &x);
+    sdc_status js = fit_ref(f, w, h);
+    if (js == SDC_OK) js = join_concat(f, x, B, w, h, conds, &x);
     if (js != SDC_OK) return js;
     for (int b = 0; b < B; b++)
         if (conds[b]->ctx_dim != uc->context_dim ||
@@ -388,8 +458,8 @@ static sdc_status fs_encode(void *self, const sdc_stage_env *env, const float *p
     for (size_t i = 0; s == SDC_OK && i < (size_t)vc->z_channels * plane; i++) {
         float mean = moments[i], logvar = moments[(size_t)vc->z_channels * plane + i];
         logvar = logvar < -30.0f ? -30.0f : logvar > 20.0f ? 20.0f : logvar;
-        float z = noise ? mean + expf(0.5f * logvar) * noise[i] : mean;
-        latent[i] = z * f->scale;
+        float z = noise && !f->pix2pix ? mean + expf(0.5f * logvar) * noise[i] : mean;
+        latent[i] = f->pix2pix ? z : z * f->scale;
     }
     free(moments);
     return s;
@@ -655,17 +725,19 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
         else if (!(f->batch_y = malloc(2 * (size_t)f->adm * sizeof(float))))
             s = sdc_fail(SDC_ERR_NO_MEMORY, "sd: out of memory");
     }
-    if (s == SDC_OK && uc->in_channels == 8)
+    if (s == SDC_OK && uc->in_channels == 8 && fam != SDC_FAMILY_SD1)
         s = sdc_fail(SDC_ERR_UNSUPPORTED,
-                     "%s: an 8-channel UNet (InstructPix2Pix, --img-cfg-scale) is not supported "
-                     "yet",
+                     "%s: an 8-channel UNet (InstructPix2Pix) is supported for SD 1.x only "
+                     "(sd.cpp samples SDXL's reference posterior with its generator's state)",
                      sdc_model_family_name(fam));
-    else if (s == SDC_OK && uc->in_channels != 4 && uc->in_channels != 9)
+    else if (s == SDC_OK && uc->in_channels != 4 && uc->in_channels != 9 && uc->in_channels != 8)
         s = sdc_fail(SDC_ERR_FORMAT,
                      "%s UNet: %d input channels (input_blocks.0.0.weight); 4 (plain) or 9 "
-                     "(inpainting) expected",
+                     "(inpainting) or 8 (InstructPix2Pix) expected",
                      sdc_model_family_name(fam), uc->in_channels);
     if (s == SDC_OK) f->n_concat = uc->in_channels - 4;
+    f->pix2pix = uc && uc->in_channels == 8;
+    f->concat_image = f->pix2pix ? 0 : 1;
     if (s == SDC_OK) s = choose_prediction(f, a->params, &pred);
     if (s != SDC_OK) {
         family_free(f);
@@ -681,7 +753,11 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
                                      .n_alphas = f->n_alphas,
                                      .sdcpp_mask = true,
                                      .concat_channels = f->n_concat,
-                                     .set_concat = f->n_concat ? set_concat : NULL,
+                                     .set_concat = f->n_concat == 5 ? set_concat : NULL,
+                                     .ref_size_multiple = f->pix2pix ? 16 : 0,
+                                     .set_refs = f->pix2pix ? set_refs : NULL,
+                                     .img_cfg = f->n_concat > 0,
+                                     .set_guidance = uc->time_cond_proj_dim ? set_guidance : NULL,
                                      .forward = unet_forward};
     out->first_stage = (sdc_first_stage){.self = f,
                                          .channels = 4,
@@ -701,7 +777,9 @@ static sdc_status load_sd(const sdc_family_load_args *a, sdc_model_family fam,
     if (n < (int)sizeof out->summary)
         snprintf(out->summary + n, sizeof out->summary - n, "; %s%s, %s%s", f->vae ? "vae" : "",
                  f->taesd ? " + taesd" : "", sdc_prediction_name(pred),
-                 f->n_concat ? ", inpainting (9 input channels)" : "");
+                 f->pix2pix    ? ", InstructPix2Pix (8 input channels)"
+                 : f->n_concat ? ", inpainting (9 input channels)"
+                               : "");
     return SDC_OK;
 }
 

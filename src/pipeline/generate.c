@@ -14,6 +14,7 @@
 #include "pipeline/stages.h"
 #include "sampling/defaults.h"
 #include "sampling/denoiser.h"
+#include "sampling/guidance.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedulers.h"
@@ -110,7 +111,8 @@ static sdc_status check_layers_refs(const sdc_context *ctx, const sdc_generate_p
                               "visual.* weights (use the full Qwen2.5-VL file, or add "
                               "--llm_vision)"
                             : "-r/--ref-image: %s does not read reference images here (only "
-                              "Qwen-Image-Edit and Qwen-Image-Layered do so far)",
+                              "InstructPix2Pix, Qwen-Image-Edit and Qwen-Image-Layered do so "
+                              "far)",
                         name);
     if (p->n_ref_images < 0 || (p->n_ref_images > 0 && !p->ref_images))
         return sdc_fail(SDC_ERR_INVALID_ARG, "reference images: count %d without images",
@@ -158,7 +160,7 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
     if (p->clip_skip > 0 && !ctx->m.cond.uses_clip_skip)
         SDC_LOGW("--clip-skip does not apply to %s (it has no CLIP text encoder); ignored",
                  sdc_model_family_name(ctx->family));
-    if (isfinite(p->guidance))
+    if (isfinite(p->guidance) && !ctx->m.diffusion.set_guidance)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
                         "--guidance: %s is not a guidance-distilled model (use --cfg-scale)",
                         sdc_model_family_name(ctx->family));
@@ -169,10 +171,14 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
                         "--img-cfg-scale %g: 3-conditioning CFG (sd.cpp's image guidance with a "
                         "reference-free branch) is not implemented for %s; leave it unset or 1",
                         (double)p->img_cfg_scale, sdc_model_family_name(ctx->family));
-    if (!qwen_refs && isfinite(p->img_cfg_scale) && p->img_cfg_scale != p->cfg_scale)
+    if (!qwen_refs && isfinite(p->img_cfg_scale) && p->img_cfg_scale != p->cfg_scale &&
+        !ctx->m.diffusion.img_cfg)
         return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "--img-cfg-scale: %s has no image conditioning (edit models do)",
+                        "--img-cfg-scale: %s has no image conditioning (inpainting and "
+                        "InstructPix2Pix UNets do)",
                         sdc_model_family_name(ctx->family));
+    if (isfinite(p->img_cfg_scale) && !(p->img_cfg_scale >= 0.0f && p->img_cfg_scale < INFINITY))
+        return sdc_fail(SDC_ERR_INVALID_ARG, "--img-cfg-scale must be finite and >= 0");
     return SDC_OK;
 }
 
@@ -252,6 +258,9 @@ static sdc_status make_schedule(const schedule_req *r, float **sigmas, int *n_si
 /* Per-request state shared by the images of a batch. */
 typedef struct gen_state {
     sdc_cond cond, uncond;
+    sdc_cond img_uncond; /* a view of uncond (sdc_cond.image_uncond), not owned */
+    sdc_cfg_params cfg;  /* resolved: img_cfg is 1 unless set for a model with image input */
+    bool need_uncond, need_img_uncond;
     sdc_denoiser den;
     float *sigmas;
     int n_sigmas;
@@ -319,6 +328,7 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
         g->shape.n *= g->shape.frames;
     }
     if ((s = sdc_stage_set_refs(ctx, p, &g->shape)) != SDC_OK) return s;
+    if (dm->set_guidance && (s = dm->set_guidance(dm->self, p->guidance)) != SDC_OK) return s;
     size_t bytes = (size_t)g->shape.n * sizeof(float);
     g->x = malloc(bytes);
     g->noise = malloc(bytes);
@@ -328,9 +338,16 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
         (s = sdc_inpaint_set_concat(ctx, p->init_image, p->mask_image, &g->shape, g->rng_type,
                                     seed)) != SDC_OK)
         return s;
+    sdc_cfg_params_init(&g->cfg);
+    g->cfg.txt_cfg = p->cfg_scale;
+    g->cfg.img_cfg = p->img_cfg_scale;
+    sdc_cfg_resolve(&g->cfg, dm->img_cfg, &g->need_uncond, &g->need_img_uncond);
     double t0 = sdc_now_seconds();
-    if ((s = sdc_stage_condition(ctx, p, p->cfg_scale != 1.0f, &g->cond, &g->uncond)) != SDC_OK)
+    if ((s = sdc_stage_condition(ctx, p, g->need_uncond || g->need_img_uncond, &g->cond,
+                                 &g->uncond)) != SDC_OK)
         return s;
+    g->img_uncond = g->uncond;
+    g->img_uncond.image_uncond = true;
     SDC_LOGI("text encoded in %.2fs (%d tokens)", sdc_now_seconds() - t0, g->cond.n_tokens);
     return SDC_OK;
 }
@@ -351,8 +368,10 @@ static sdc_status generate_one(sdc_context *ctx, const sdc_generate_params *p, g
                               .sigmas = g->sigmas,
                               .n_sigmas = g->n_sigmas,
                               .cond = &g->cond,
-                              .uncond = p->cfg_scale != 1.0f ? &g->uncond : NULL,
+                              .uncond = g->need_uncond ? &g->uncond : NULL,
+                              .img_uncond = g->need_img_uncond ? &g->img_uncond : NULL,
                               .cfg_scale = p->cfg_scale,
+                              .img_cfg_scale = g->cfg.img_cfg,
                               .width = p->width,
                               .height = p->height,
                               .shape = g->shape,

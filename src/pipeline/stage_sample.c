@@ -15,7 +15,7 @@ typedef struct sample_state {
     const sdc_generate_params *p;
     const sdc_sample_job *job;
     sdc_cfg_params cfg;
-    float *batch_x, *batch_out; /* [2][n] each */
+    float *batch_x, *batch_out; /* [2][n] and [3][n] (cond, uncond, image-uncond) */
     float *x;                   /* the sampler's state (updated in place) */
     float *known;               /* inpainting scratch [n] */
     float *denoised;            /* last x0 prediction, for previews (NULL: no preview) */
@@ -40,7 +40,8 @@ static sdc_status denoise(void *user, const float *x, float sigma, float *denois
     if (atomic_load(&ctx->cancel)) return sdc_fail(SDC_ERR_CANCELLED, "generation cancelled");
     float t, c_skip, c_out, c_in;
     sdc_denoiser_model_inputs(job->den, sigma, 0, &t, &c_skip, &c_out, &c_in);
-    bool cfg = job->uncond && (sdc_cfg_active(&st->cfg, sigma) || uncond_out);
+    bool active = sdc_cfg_active(&st->cfg, sigma) || uncond_out;
+    bool cfg = job->uncond && active, img = job->img_uncond && active;
     int B = cfg ? 2 : 1;
     for (int b = 0; b < B; b++) {
         float *bx = st->batch_x + b * n;
@@ -53,18 +54,26 @@ static sdc_status denoise(void *user, const float *x, float sigma, float *denois
     const sdc_diffusion *dm = &ctx->m.diffusion;
     sdc_status s = dm->forward(dm->self, &ctx->env_diffusion, st->batch_x, B, job->width,
                                job->height, t, conds, st->batch_out);
+    /* sd.cpp's third pass: the negative prompt with the image latent zeroed */
+    float *iu = img ? st->batch_out + 2 * n : NULL;
+    if (s == SDC_OK && img)
+        s = dm->forward(dm->self, &ctx->env_diffusion, st->batch_x, 1, job->width, job->height, t,
+                        &job->img_uncond, iu);
     if (s != SDC_OK) return s;
     if ((s = not_finite(st, "the diffusion model's output (conditional pass)", st->batch_out, n)) !=
             SDC_OK ||
         (cfg && (s = not_finite(st, "the diffusion model's output (unconditional pass)",
-                                st->batch_out + n, n)) != SDC_OK))
+                                st->batch_out + n, n)) != SDC_OK) ||
+        (img && (s = not_finite(st, "the diffusion model's output (image-unconditional pass)", iu,
+                                n)) != SDC_OK))
         return s;
     float *c = st->batch_out, *u = cfg ? st->batch_out + n : NULL;
     if (!(c_skip == 0.0f && c_out == 1.0f)) { /* MiniT2I's output is x0 itself */
         sdc_denoiser_combine(c_skip, c_out, x, c, c, n);
         if (u) sdc_denoiser_combine(c_skip, c_out, x, u, u, n);
+        if (iu) sdc_denoiser_combine(c_skip, c_out, x, iu, iu, n);
     }
-    sdc_cfg_combine(&st->cfg, sigma, c, u, NULL, denoised, n);
+    sdc_cfg_combine(&st->cfg, sigma, c, u, iu, denoised, n);
     if (job->keep && job->keep_x0) { /* sd.cpp: kept cells of x0 are the init latent */
         int64_t plane = (int64_t)job->shape.width * job->shape.height;
         for (int64_t i = 0; i < n; i++) {
@@ -73,7 +82,7 @@ static sdc_status denoise(void *user, const float *x, float sigma, float *denois
         }
     }
     if (st->denoised) memcpy(st->denoised, denoised, (size_t)n * sizeof(float));
-    if (uncond_out) memcpy(uncond_out, u ? u : c, (size_t)n * sizeof(float));
+    if (uncond_out) memcpy(uncond_out, sdc_cfg_pp_base(c, u, iu), (size_t)n * sizeof(float));
     char what[96];
     snprintf(what, sizeof what, "the guided prediction (cfg scale %g)", (double)job->cfg_scale);
     return not_finite(st, what, denoised, n);
@@ -122,8 +131,9 @@ sdc_status sdc_stage_sample(sdc_context *ctx, const sdc_generate_params *p,
     sample_state st = {.ctx = ctx, .p = p, .job = job, .x = x};
     sdc_cfg_params_init(&st.cfg);
     st.cfg.txt_cfg = job->cfg_scale;
+    st.cfg.img_cfg = job->img_uncond ? job->img_cfg_scale : 1.0f;
     st.batch_x = malloc((size_t)n * 2 * sizeof(float));
-    st.batch_out = malloc((size_t)n * 2 * sizeof(float));
+    st.batch_out = malloc((size_t)n * 3 * sizeof(float));
     st.known = job->keep && !job->keep_x0 ? malloc((size_t)n * sizeof(float)) : NULL;
     st.denoised = p->preview ? malloc((size_t)n * sizeof(float)) : NULL;
     if (!st.batch_x || !st.batch_out || (job->keep && !job->keep_x0 && !st.known) ||

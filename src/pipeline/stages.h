@@ -26,9 +26,10 @@ typedef struct sdc_sample_job {
     const sdc_denoiser *den;
     const float *sigmas;
     int n_sigmas;
-    const sdc_cond *cond, *uncond; /* uncond NULL: no CFG */
-    float cfg_scale;
-    int width, height; /* image pixels (the model's forward takes these) */
+    const sdc_cond *cond, *uncond;  /* uncond NULL: no CFG */
+    const sdc_cond *img_uncond;     /* the image-unconditional pass, or NULL */
+    float cfg_scale, img_cfg_scale; /* img_cfg_scale: resolved (sdc_cfg_resolve) */
+    int width, height;              /* image pixels (the model's forward takes these) */
     sdc_latent_shape shape;
     sdc_sample_method method;
     float eta;

@@ -633,6 +633,72 @@ sdc_status sdc_qwen2_tokenizer_load_memory(const char *vocab_json, size_t vocab_
     return st;
 }
 
+/* llama.cpp's token types (gguf-py's TokenType): CONTROL and USER_DEFINED tokens are the
+ * added tokens matched literally, UNUSED ones are padding ids with no token. */
+enum { TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 };
+
+static sdc_status lists_to_json(const char *const *tokens, const int32_t *types, int32_t n,
+                                const char *label, cJSON *vocab, cJSON *added) {
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t ty = types ? types[i] : 1;
+        if (ty == TT_UNUSED) continue;
+        if (!tokens[i] || !tokens[i][0])
+            return sdc_fail(SDC_ERR_FORMAT, "%s: token %d is empty", label, i);
+        cJSON *it = NULL;
+        if (ty == TT_CONTROL || ty == TT_USER_DEFINED) {
+            it = cJSON_CreateObject();
+            if (it && cJSON_AddNumberToObject(it, "id", i) &&
+                cJSON_AddStringToObject(it, "content", tokens[i]) &&
+                cJSON_AddFalseToObject(it, "normalized") && cJSON_AddItemToArray(added, it))
+                continue;
+        } else {
+            it = cJSON_CreateNumber(i);
+            if (it && cJSON_AddItemToObject(vocab, tokens[i], it)) continue;
+        }
+        cJSON_Delete(it);
+        return sdc_fail(SDC_ERR_NO_MEMORY, "%s", label);
+    }
+    return SDC_OK;
+}
+
+sdc_status sdc_qwen2_tokenizer_load_lists(const char *const *tokens, const int32_t *types,
+                                          int32_t n_tokens, const char *const *merges,
+                                          int32_t n_merges, const char *label,
+                                          sdc_qwen2_tokenizer **out) {
+    if (!out || !tokens || !merges || n_tokens <= 0 || n_merges < 0)
+        return sdc_fail(SDC_ERR_INVALID_ARG, "qwen2 tokenizer lists: nothing given");
+    *out = NULL;
+    if (!label) label = "qwen2 tokenizer (lists)";
+    if (n_tokens >= MAX_VOCAB || n_merges >= MAX_MERGES)
+        return sdc_fail(SDC_ERR_FORMAT, "%s: %d tokens, %d merges: too many", label, n_tokens,
+                        n_merges);
+    merge_list ml = {0};
+    sdc_status st = SDC_OK;
+    for (int32_t i = 0; i < n_merges && !st; i++) {
+        const char *a = merges[i], *sp = a ? strchr(a, ' ') : NULL;
+        if (!sp || sp == a || !sp[1] || strchr(sp + 1, ' '))
+            st = sdc_fail(SDC_ERR_FORMAT, "%s: merge %d \"%.60s\" is not two tokens", label, i,
+                          a ? a : "");
+        else if (!merge_push(&ml, a, (size_t)(sp - a), sp + 1, strlen(sp + 1)))
+            st = sdc_fail(SDC_ERR_NO_MEMORY, "%s: merges", label);
+    }
+    cJSON *vocab = cJSON_CreateObject(), *added = cJSON_CreateArray();
+    if (!st && (!vocab || !added)) st = sdc_fail(SDC_ERR_NO_MEMORY, "%s", label);
+    if (!st) st = lists_to_json(tokens, types, n_tokens, label, vocab, added);
+    if (!st) st = build(vocab, added, &ml, 1, 0, label, out);
+    cJSON_Delete(vocab);
+    cJSON_Delete(added);
+    free(ml.m);
+    return st;
+}
+
+/* True for an added token (matched literally): what load_lists reads as CONTROL. */
+bool sdc_qwen2_tokenizer_is_added(const sdc_qwen2_tokenizer *t, int32_t id) {
+    for (int i = 0; t && i < t->n_added; i++)
+        if (t->added[i].id == id) return true;
+    return false;
+}
+
 /* ---- files ---- */
 
 static int is_file(const char *p) {

@@ -13,6 +13,7 @@
 #ifndef SDC_TEXT_QWEN2_TOKENIZER_H
 #define SDC_TEXT_QWEN2_TOKENIZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,14 @@ sdc_status sdc_qwen2_tokenizer_load_json(const char *data, size_t len, const cha
 sdc_status sdc_qwen2_tokenizer_load_memory(const char *vocab_json, size_t vocab_len,
                                            const char *merges, size_t merges_len,
                                            sdc_qwen2_tokenizer **out);
+/* The lists llama.cpp's GGUF files carry (tokenizer.ggml.tokens, .token_type, .merges): token
+ * strings by id (byte-level characters), their types (NULL: all normal; CONTROL and
+ * USER_DEFINED are added tokens, UNUSED padding ids are skipped) and "a b" merges by rank.
+ * NFC as Qwen2's tokenizer.json. */
+sdc_status sdc_qwen2_tokenizer_load_lists(const char *const *tokens, const int32_t *types,
+                                          int32_t n_tokens, const char *const *merges,
+                                          int32_t n_merges, const char *label,
+                                          sdc_qwen2_tokenizer **out);
 void sdc_qwen2_tokenizer_free(sdc_qwen2_tokenizer *t);
 
 int32_t sdc_qwen2_tokenizer_vocab_size(const sdc_qwen2_tokenizer *t); /* max id + 1 */
@@ -55,6 +64,8 @@ const char *sdc_qwen2_tokenizer_token(const sdc_qwen2_tokenizer *t, int32_t id);
 /* Id of a token string (e.g. "<|im_start|>"), -1 if none. */
 int32_t sdc_qwen2_tokenizer_find(const sdc_qwen2_tokenizer *t, const char *token);
 int32_t sdc_qwen2_tokenizer_n_merges(const sdc_qwen2_tokenizer *t);
+/* True when id is an added token (matched literally in the text, e.g. <|im_start|>). */
+bool sdc_qwen2_tokenizer_is_added(const sdc_qwen2_tokenizer *t, int32_t id);
 /* The merges as "a b\n" lines in rank order after a "#version: 0.2" line (what load_memory
  * takes back), malloc'd. */
 sdc_status sdc_qwen2_tokenizer_merges_text(const sdc_qwen2_tokenizer *t, char **text, size_t *len);

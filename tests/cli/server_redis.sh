@@ -251,6 +251,25 @@ code=$(curl -s -o "$TMP/o.json" -w '%{http_code}' -d "$(job_body 5)" "http://127
 osb=$(rcli --raw EVAL "for _,k in ipairs(redis.call('KEYS', ARGV[1])) do if redis.call('HGET',k,'model')=='other.safetensors' then return redis.call('HGET',k,'stored_by') end end return ''" 0 'sdc:t:job:*')
 check "a job for the other model ran on its node ($osb)" bash -c "[ $code = 200 ] && [[ '$osb' == *-$OTHER_PID-* ]]"
 
+# reference images travel in the entry (SDCQ2): MiniT2I reads none, so a job that still
+# carries them after the queue ends with the library's message on whichever node ran it
+# (on the live nodes: one of the three was SIGKILLed above)
+printf '{"prompt":"refs","width":32,"height":32,"ref_images":["%s"],"qwen_image_layers":2}' "$(cat "$TMP/init.b64")" >"$TMP/refs.json"
+curl -s -o "$TMP/refsub.json" -d @"$TMP/refs.json" "http://127.0.0.1:${LIVE[0]}/sdcpp/v1/img_gen"
+RID=$(grep -o 'job_[0-9a-f]*' "$TMP/refsub.json" | head -1)
+for _ in $(seq 1 300); do
+    curl -s -o "$TMP/refj.json" "http://127.0.0.1:${LIVE[1]}/sdcpp/v1/jobs/$RID"
+    grep -q '"status":"\(completed\|failed\|cancelled\)"' "$TMP/refj.json" && break
+    sleep 0.1
+done
+check "sdcpp ref_images through Redis (polled on another node): failed with the library's message" bash -c "grep -q '\"status\":\"failed\"' '$TMP/refj.json' && grep -q 'does not read reference images' '$TMP/refj.json'"
+printf '{"prompt":"refs","extra_images":["%s"],"steps":1}' "$(cat "$TMP/init.b64")" >"$TMP/refx.json"
+code=$(curl -s -o "$TMP/refx.out" -w '%{http_code}' -d @"$TMP/refx.json" "http://127.0.0.1:${LIVE[0]}/sdapi/v1/txt2img")
+check "A1111 extra_images through Redis: 400 with the library's message" bash -c "[ $code = 400 ] && grep -q 'does not read reference images' '$TMP/refx.out'"
+base64 -d "$TMP/init.b64" >"$TMP/init_ref.png"
+code=$(curl -s -o "$TMP/edit2.out" -w '%{http_code}' -F "image[]=@$TMP/init_ref.png" -F "image[]=@$TMP/init_ref.png" -F "prompt=refs" -F "size=32x32" "http://127.0.0.1:${LIVE[1]}/v1/images/edits")
+check "OpenAI edit with two image[] files through Redis: 200, one image (MiniT2I: the init image)" bash -c "[ $code = 200 ] && [ \$(grep -o b64_json '$TMP/edit2.out' | wc -l) = 1 ]"
+
 # the bound (--max-queue 2 on the other model's stream, where that node is the only consumer)
 # and cancel across nodes; the batch of 8 x 150 steps runs for seconds, the submits take ms
 BIG='{"prompt":"big","width":64,"height":64,"seed":9,"batch_count":8,"sample_params":{"sample_steps":150}}'

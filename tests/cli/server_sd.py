@@ -14,14 +14,15 @@ import hashlib
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
-import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from png_util import png_decode  # noqa: E402
 
 BUILD, GOLDEN = sys.argv[1], sys.argv[2]
 MINI = os.path.join(GOLDEN, "minit2i")
@@ -32,43 +33,6 @@ def check(what, ok, detail=""):
     global passed, failed
     passed, failed = (passed + 1, failed) if ok else (passed, failed + 1)
     print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
-
-
-def png_decode(data):
-    """8-bit RGB/RGBA PNG, not interlaced -> (w, h, channels, bytes)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat = 8, b""
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and interlace == 0
-            ch = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    raw, stride = zlib.decompress(idat), w * ch
-    out, prev = bytearray(), bytearray(stride)
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            a = line[x - ch] if x >= ch else 0
-            b, c = prev[x], prev[x - ch] if x >= ch else 0
-            if f == 1:
-                line[x] = (line[x] + a) & 255
-            elif f == 2:
-                line[x] = (line[x] + b) & 255
-            elif f == 3:
-                line[x] = (line[x] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        out += line
-        prev = line
-    return w, h, ch, bytes(out)
 
 
 def max_diff(png_a, png_b):

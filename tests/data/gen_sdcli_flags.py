@@ -137,8 +137,8 @@ STATUS = r"""
 --hires-steps | works | cli | int | 10 | gen.hires_steps | - | both | 0 | N | second-pass steps of the hires fix, 0 to use --steps (default: 0)
 --hires-upscale-tile-size | works | cli | int | 256 | gen.hires_upscale_tile_size | - | both | 128 | N | tile size of a hires model upscaler (default: 128)
 --cfg-scale | works | cli | float | 6 | gen.cfg_scale | - | both | - | X | classifier-free guidance scale (default: 7.0)
---img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpaint/edit models (default: --cfg-scale)
---guidance | lib | library | float | 3.5 | gen.guidance | - | cli | - | X | distilled guidance of guidance-distilled models (default: 3.5)
+--img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpainting and InstructPix2Pix UNets (unset: 1, as sd.cpp's code; docs/sd.md); refused by other models unless equal to --cfg-scale
+--guidance | lib | library | float | 3.5 | gen.guidance | - | cli | - | X | distilled guidance of guidance-distilled models; LCM UNets with time_cond_proj: the w embedding of G - 1 (unset: left out, as sd.cpp); refused by other models
 --slg-scale | error | cli | float | 2.5 | - | - | both | 0 | X | skip-layer guidance is not supported yet
 --skip-layer-start | warning | cli | float | 0.05 | - | - | both | 0.01 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
 --skip-layer-end | warning | cli | float | 0.3 | - | - | both | 0.2 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
@@ -192,6 +192,7 @@ STATUS = r"""
 --negative-prompt-file | works | cli | path | @TXT | gen.negative_prompt | NEG_PROMPT_FILE | both | - | PATH | read the negative prompt from this file
 @own --clip-tokenizer | works | cli | path | @TOK | ctx.clip_tokenizer_path | - | both | - | PATH | CLIP tokenizer (vocab.json, merges.txt, tokenizer.json or bpe_simple_vocab_16e6.txt.gz; default: found next to the model)
 @own --t5-tokenizer | works | cli | path | @TOK | ctx.t5_tokenizer_path | - | both | - | PATH | T5 tokenizer (tokenizer.json or spiece.model; default: found next to the T5)
+@own --llm-tokenizer | works | cli | path | @TOK | ctx.llm_tokenizer_path | - | both | - | PATH | Qwen2 tokenizer for --llm (tokenizer.json, vocab.json, merges.txt or their folder; default: embedded in the LLM GGUF, else found next to it)
 @own --cpu-devices | works | library | int | 2 | cpu_devices | CPU_DEVICES | both | - | N | split the CPU into N devices cpu0..cpuN-1 (for placement and splits)
 @own --version | works | cli | none | - | - | VERSION | both | - | - | print the version and exit
 """

@@ -34,6 +34,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         if (r.init_rgb && (r.init_w != r.width || r.init_h != r.height)) abort();
         if (r.mask_rgb && (!r.init_rgb || r.mask_w != r.width || r.mask_h != r.height)) abort();
+        /* references: within their limits, whole */
+        if (r.n_refs < 0 || r.n_refs > SDC_SRV_MAX_REF_IMAGES || (r.n_refs && !r.refs) ||
+            r.qwen_image_layers < 0 || r.qwen_image_layers > SDC_SRV_MAX_QWEN_LAYERS)
+            abort();
+        int64_t total = 0;
+        for (int i = 0; i < r.n_refs; i++) {
+            int64_t px = (int64_t)r.refs[i].w * r.refs[i].h;
+            if (!r.refs[i].rgb || r.refs[i].w < 1 || r.refs[i].h < 1 || px > SDC_SRV_MAX_REF_PIXELS)
+                abort();
+            total += px;
+        }
+        if (total > SDC_SRV_MAX_REF_TOTAL_PIXELS) abort();
     } else if (rc != 400 && rc != 500) {
         abort();
     }

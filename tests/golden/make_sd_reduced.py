@@ -4,6 +4,7 @@
 
     python3 make_sd_reduced.py sd1        --seed 1101 OUT.safetensors    # ~0.42 GB, ~15 s
     python3 make_sd_reduced.py sd1inpaint --seed 1109 OUT.safetensors    # the same with a 9-channel UNet input
+    python3 make_sd_reduced.py sd1pix2pix --seed 1108 OUT.safetensors    # 8 channels (InstructPix2Pix)
     python3 make_sd_reduced.py sd2  --seed 2002 OUT.safetensors    # ~0.95 GB, ~30 s
     python3 make_sd_reduced.py sdxl --seed 3003 OUT.safetensors    # ~1.92 GB, ~60 s
     python3 make_sd_reduced.py sd2inpaint|sdxlinpaint OUT          # seeds 2009 / 3009: 9-channel UNet input
@@ -225,9 +226,10 @@ def openclip_tensors(prefix, d, ff, layers, proj):
 
 
 def model_tensors(kind):
-    if kind in ("sd1", "sd1inpaint"):
+    if kind in ("sd1", "sd1inpaint", "sd1pix2pix"):
         te = hf_clip_tensors("cond_stage_model.transformer.text_model.", 768, 3072, 12)
-        un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 768, 0, 9 if kind == "sd1inpaint" else 4, False)
+        in_ch = {"sd1inpaint": 9, "sd1pix2pix": 8}.get(kind, 4)
+        un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 768, 0, in_ch, False)
     elif kind in ("sd2", "sd2inpaint"):
         te = openclip_tensors("cond_stage_model.model.", 1024, 4096, 24, 1024)
         un = unet_tensors(64, [1, 2, 4, 4], [1, 1, 1, 0], 1, 1024, 0, 9 if kind == "sd2inpaint" else 4)
@@ -322,12 +324,12 @@ def write(path, kind, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("kind", choices=["sd1", "sd1inpaint", "sd2", "sd2inpaint", "sdxl", "sdxlinpaint"])
+    ap.add_argument("kind", choices=["sd1", "sd1inpaint", "sd1pix2pix", "sd2", "sd2inpaint", "sdxl", "sdxlinpaint"])
     ap.add_argument("out", nargs="?")
     ap.add_argument("--seed", type=int, default=None, help="default 2002 (sd2) / 3003 (sdxl)")
     ap.add_argument("--list", action="store_true", help="print name, dtype, shape, init rule; write nothing")
     a = ap.parse_args()
-    seed = a.seed if a.seed is not None else {"sd1": 1101, "sd1inpaint": 1109, "sd2": 2002, "sd2inpaint": 2009, "sdxl": 3003,
+    seed = a.seed if a.seed is not None else {"sd1": 1101, "sd1inpaint": 1109, "sd1pix2pix": 1108, "sd2": 2002, "sd2inpaint": 2009, "sdxl": 3003,
                                                "sdxlinpaint": 3009}[a.kind]
     if a.list:
         cnt = {}

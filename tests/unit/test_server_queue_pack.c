@@ -1,7 +1,8 @@
 /* sdc-server's Redis queue entry format (tools/server/queue_pack.c): requests with random
- * fields (prompts, init/mask images, custom sigmas, NULL parts) packed and unpacked are
- * equal field by field to the original; every truncation, a trailing byte, a wrong magic
- * and impossible sizes are refused. */
+ * fields (prompts, init/mask images, custom sigmas, reference images, layer counts, NULL
+ * parts) packed and unpacked are equal field by field to the original; every truncation,
+ * a trailing byte, a wrong magic and impossible sizes are refused; a request without
+ * references packs in the first format (no optional section). */
 #include "test_util.h"
 
 #include <math.h>
@@ -50,6 +51,20 @@ static void make_request(sdc_srv_request *r, int variant) {
             for (size_t i = 0; i < n; i++) r->mask_rgb[i] = (uint8_t)rnd(256);
         }
     }
+    r->qwen_image_layers = variant % 7 == 3 ? rnd(65) : 3;
+    if (variant % 4 == 1) { /* 1..3 references of their own sizes */
+        r->n_refs = 1 + rnd(3);
+        r->refs = calloc((size_t)r->n_refs, sizeof *r->refs);
+        for (int i = 0; i < r->n_refs; i++) {
+            sdc_srv_image *ref = &r->refs[i];
+            ref->w = 1 + rnd(40);
+            ref->h = 1 + rnd(40);
+            size_t n = (size_t)ref->w * ref->h * 3;
+            ref->rgb = malloc(n);
+            for (size_t k = 0; k < n; k++) ref->rgb[k] = (uint8_t)rnd(256);
+        }
+        r->refs_from_edit = variant % 3 == 0;
+    }
     if (variant % 5 == 2) {
         r->n_sigmas = 2 + rnd(20);
         r->sigmas = malloc(sizeof(float) * (size_t)r->n_sigmas);
@@ -69,13 +84,25 @@ static bool same_bytes(const void *a, const void *b, size_t n) {
     return (!a && !b) || (a && b && !memcmp(a, b, n));
 }
 
+static bool same_refs(const sdc_srv_request *a, const sdc_srv_request *b) {
+    if (a->n_refs != b->n_refs || a->refs_from_edit != b->refs_from_edit ||
+        a->qwen_image_layers != b->qwen_image_layers)
+        return false;
+    for (int i = 0; i < a->n_refs; i++)
+        if (a->refs[i].w != b->refs[i].w || a->refs[i].h != b->refs[i].h ||
+            !same_bytes(a->refs[i].rgb, b->refs[i].rgb, (size_t)a->refs[i].w * a->refs[i].h * 3))
+            return false;
+    return true;
+}
+
 static bool equal(const sdc_srv_request *a, const sdc_srv_request *b) {
-    return a->width == b->width && a->height == b->height && a->steps == b->steps &&
-           a->batch_count == b->batch_count && same_f(a->cfg_scale, b->cfg_scale) &&
-           same_f(a->strength, b->strength) && same_f(a->eta, b->eta) && a->seed == b->seed &&
-           !strcmp(a->sampler, b->sampler) && !strcmp(a->scheduler, b->scheduler) &&
-           same_str(a->prompt, b->prompt) && same_str(a->negative_prompt, b->negative_prompt) &&
-           a->size_given == b->size_given && a->init_w == b->init_w && a->init_h == b->init_h &&
+    return same_refs(a, b) && a->width == b->width && a->height == b->height &&
+           a->steps == b->steps && a->batch_count == b->batch_count &&
+           same_f(a->cfg_scale, b->cfg_scale) && same_f(a->strength, b->strength) &&
+           same_f(a->eta, b->eta) && a->seed == b->seed && !strcmp(a->sampler, b->sampler) &&
+           !strcmp(a->scheduler, b->scheduler) && same_str(a->prompt, b->prompt) &&
+           same_str(a->negative_prompt, b->negative_prompt) && a->size_given == b->size_given &&
+           a->init_w == b->init_w && a->init_h == b->init_h &&
            same_bytes(a->init_rgb, b->init_rgb, (size_t)a->init_w * a->init_h * 3) &&
            a->mask_w == b->mask_w && a->mask_h == b->mask_h &&
            same_bytes(a->mask_rgb, b->mask_rgb, (size_t)a->mask_w * a->mask_h * 3) &&
@@ -83,8 +110,56 @@ static bool equal(const sdc_srv_request *a, const sdc_srv_request *b) {
            same_bytes(a->sigmas, b->sigmas, sizeof(float) * (size_t)a->n_sigmas);
 }
 
+/* The optional section of a packed request: where its tag starts, or 0 when it has none. */
+static size_t refs_section(const uint8_t *buf, size_t n) {
+    for (size_t i = n >= 4 ? n - 4 : 0; i > 5; i--)
+        if (!memcmp(buf + i, "REF1", 4)) return i;
+    return 0;
+}
+
+/* Broken optional sections: a wrong tag, too many references, a layer count out of range,
+ * a reference size that disagrees with its bytes. Returns how many were accepted. */
+static int broken_refs_accepted(void) {
+    sdc_srv_request r, back;
+    memset(&r, 0, sizeof r);
+    r.width = r.height = 64;
+    r.steps = r.batch_count = 1;
+    r.prompt = rnd_str(5);
+    r.qwen_image_layers = 2;
+    r.n_refs = 1;
+    r.refs = calloc(1, sizeof *r.refs);
+    r.refs[0] = (sdc_srv_image){calloc(6 * 4 * 3, 1), 6, 4};
+    size_t n = 0;
+    uint8_t *buf = sdc_srv_request_pack(&r, &n);
+    size_t at = buf ? refs_section(buf, n) : 0;
+    int accepted = 0;
+    CHECK(at > 0, "a request with a reference has the optional section");
+    /* offsets in the section: tag 0, layers 4, from_edit 12, count 20, w 28, h 36 */
+    static const struct {
+        size_t off;
+        int64_t value;
+    } edits[] = {{4, -1}, {4, 65}, {12, 2}, {20, 9}, {20, -1}, {28, 7}, {36, 0}, {28, 1 << 20}};
+    for (size_t e = 0; at && e < sizeof edits / sizeof edits[0]; e++) {
+        uint8_t *copy = malloc(n);
+        memcpy(copy, buf, n);
+        memcpy(copy + at + edits[e].off, &edits[e].value, sizeof(int64_t));
+        if (sdc_srv_request_unpack(copy, n, &back)) accepted++;
+        sdc_srv_request_free(&back);
+        if (e == 0) { /* and a wrong tag */
+            copy[at] = 'X';
+            memcpy(copy + at + 4, buf + at + 4, 8);
+            if (sdc_srv_request_unpack(copy, n, &back)) accepted++;
+            sdc_srv_request_free(&back);
+        }
+        free(copy);
+    }
+    free(buf);
+    sdc_srv_request_free(&r);
+    return accepted;
+}
+
 int main(void) {
-    int mismatched = 0, accepted_broken = 0, cases = 60;
+    int mismatched = 0, accepted_broken = 0, cases = 60, with_refs = 0, plain_sections = 0;
     size_t largest = 0;
     for (int v = 0; v < cases; v++) {
         sdc_srv_request r, back;
@@ -92,6 +167,9 @@ int main(void) {
         size_t n = 0;
         uint8_t *buf = sdc_srv_request_pack(&r, &n);
         if (n > largest) largest = n;
+        bool plain = !r.n_refs && !r.refs_from_edit && r.qwen_image_layers == 3;
+        with_refs += r.n_refs > 0;
+        if (buf && plain && refs_section(buf, n)) plain_sections++;
         if (!buf || !sdc_srv_request_unpack(buf, n, &back) || !equal(&r, &back)) mismatched++;
         sdc_srv_request_free(&back);
         /* every strict prefix is refused (a few per case, and all for small ones) */
@@ -119,9 +197,13 @@ int main(void) {
         free(buf);
         sdc_srv_request_free(&r);
     }
-    printf("pack/unpack: %d requests (largest %zu bytes), %d differ after the round trip, %d "
-           "broken buffers accepted\n",
-           cases, largest, mismatched, accepted_broken);
+    int refs_broken = broken_refs_accepted();
+    printf("pack/unpack: %d requests (%d with references; largest %zu bytes), %d differ after "
+           "the round trip, %d broken buffers accepted, %d broken reference sections accepted, "
+           "%d plain requests with a reference section\n",
+           cases, with_refs, largest, mismatched, accepted_broken, refs_broken, plain_sections);
+    CHECK(refs_broken == 0, "broken reference sections refused");
+    CHECK(plain_sections == 0, "requests without references pack in the first format");
     CHECK(mismatched == 0, "every request equals its round trip");
     CHECK(accepted_broken == 0, "truncated, extended, wrong-magic and oversized buffers refused");
     TEST_MAIN_END();

@@ -553,6 +553,83 @@ static int bench(const char *spec) {
     return 0;
 }
 
+/* LCM's w embedding (tests/golden/gen_unet_tcond_ref.py: the sd1 layout plus
+ * time_embedding.cond_proj, diffusers' UNet2DConditionModel with time_cond_proj_dim 16 and
+ * its LCM pipeline's embedding of guidance 8.5). */
+static void test_tcond(sdc_backend *be) {
+    char file[512];
+    snprintf(file, sizeof file, "%s/tests/data/unet/sd1_tcond.safetensors", SDC_SOURCE_DIR);
+    sdc_st_file *f = NULL;
+    if (sdc_st_open(file, &f) != SDC_OK) {
+        CHECK(0, "open %s: %s", file, sdc_last_error());
+        return;
+    }
+    int64_t n = 0, ne = 0;
+    float *x = st_read_f32(f, "x", NULL), *t = st_read_f32(f, "t", NULL);
+    float *ctx = st_read_f32(f, "ctx", NULL), *wref = st_read_f32(f, "w_emb", &ne);
+    float *tc_exact = st_read_f32(f, "out.tcond.exact", &n);
+    float *tc_sdcpp = st_read_f32(f, "out.tcond.sdcpp", NULL);
+    float *nocond = st_read_f32(f, "out.nocond.exact", NULL);
+    float *out = malloc((size_t)n * sizeof(float)), wemb[16];
+    CHECK(x && t && ctx && wref && ne == 32 && tc_exact && tc_sdcpp && nocond && out,
+          "%s: reference tensors missing", file);
+    printf("sd1 + time_cond_proj (LCM w embedding)\n");
+    sdc_unet_guidance_embedding(8.5f - 1.0f, 16, wemb);
+    /* arguments up to 7500 in float32: one rounding step there moves sin by ~5e-4 */
+    double we = t_max_abs_diff(wemb, wref, 16);
+    printf("  w embedding vs diffusers' get_guidance_scale_embedding: max abs %.3g\n", we);
+    CHECK(we <= 2e-3, "w embedding off by %g", we);
+    for (int k = 0; k < 3 && x && wref && out; k++) {
+        bool exact = k != 1;
+        test_ws tw;
+        sdc_weight_source ws;
+        if (test_ws_open(&tw, file, SDC_TYPE_F16, &ws) != 0) break;
+        sdc_unet_options opt = {.n_heads = 8, .exact = exact};
+        sdc_unet *m = NULL;
+        CHECK(sdc_unet_load_ex(&ws, PREFIX, &opt, &m) == SDC_OK, "load: %s", sdc_last_error());
+        if (m) {
+            const sdc_unet_config *c = sdc_unet_get_config(m);
+            CHECK(c->time_cond_proj_dim == 16 &&
+                      sdc_unet_uses(m, PREFIX "time_embedding.cond_proj.weight"),
+                  "time_cond_proj_dim %d", c->time_cond_proj_dim);
+            /* k 0, 1: the reference embedding; 2: none (sd.cpp drops the weight) */
+            CHECK(sdc_unet_set_time_cond(m, k < 2 ? wref : NULL) == SDC_OK, "set: %s",
+                  sdc_last_error());
+            CHECK(sdc_unet_forward(m, be, x, 2, 16, 8, t, ctx, 5, NULL, out, NULL, NULL) == SDC_OK,
+                  "forward: %s", sdc_last_error());
+            const char *what[] = {"tcond, exact B=2", "tcond, sd.cpp numerics B=2",
+                                  "no w embedding (sd.cpp), exact B=2"};
+            const float *ref[] = {tc_exact, tc_sdcpp, nocond};
+            compare(what[k], out, ref[k], (long)n, k == 1 ? TOL_SDCPP : TOL_EXACT);
+            if (k == 0) { /* the pipeline's path: sdc's own embedding */
+                sdc_unet_set_time_cond(m, wemb);
+                sdc_unet_forward(m, be, x, 2, 16, 8, t, ctx, 5, NULL, out, NULL, NULL);
+                compare("tcond with sdc's w embedding, exact B=2", out, tc_exact, (long)n,
+                        TOL_EXACT);
+                /* the term matters: without it the output is far off */
+                CHECK(scaled_err(nocond, tc_exact, (long)n) > 1e-2, "w embedding has no effect");
+            }
+            sdc_unet_free(m);
+        }
+        test_ws_close(&tw);
+    }
+    /* a UNet without cond_proj refuses an embedding */
+    snprintf(file, sizeof file, "%s/tests/data/unet/sd1.safetensors", SDC_SOURCE_DIR);
+    test_ws tw;
+    sdc_weight_source ws;
+    sdc_unet *m = NULL;
+    if (test_ws_open(&tw, file, SDC_TYPE_F16, &ws) == 0) {
+        if (sdc_unet_load(&ws, PREFIX, &m) == SDC_OK)
+            CHECK(sdc_unet_set_time_cond(m, wemb) == SDC_ERR_UNSUPPORTED,
+                  "set_time_cond on a plain UNet accepted");
+        sdc_unet_free(m);
+        test_ws_close(&tw);
+    }
+    free(x), free(t), free(ctx), free(wref), free(tc_exact), free(tc_sdcpp), free(nocond);
+    free(out);
+    sdc_st_close(f);
+}
+
 int main(void) {
     const char *b = getenv("SDC_UNET_BENCH");
     if (b) return bench(b);
@@ -563,6 +640,7 @@ int main(void) {
         {"sdxl", 1, 0, 2, 2, 0, 8, true},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) test_tiny(be, &cfgs[i]);
+    test_tcond(be);
     test_bad_input(be);
     test_full_size(be);
     sdc_backend_free(be);

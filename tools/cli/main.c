@@ -205,6 +205,8 @@ static int convert(sdc_cli_args *a) {
     p.vae_path = a->ctx.vae_path;
     p.t5_tokenizer_path = a->ctx.t5_tokenizer_path;
     p.clip_tokenizer_path = a->ctx.clip_tokenizer_path;
+    p.llm_path = a->ctx.llm_path;
+    p.llm_tokenizer_path = a->ctx.llm_tokenizer_path;
     p.output_path = a->output_path;
     p.type = a->ctx.weight_type;
     p.tensor_type_rules = a->ctx.tensor_type_rules;

@@ -262,9 +262,13 @@ const sdc_cli_opt sdc_cli_opts[] = {
     {NULL, "--cfg-scale", K_FLOAT, O_NONE, T(gen.cfg_scale), ST_WORKS, P_CLI | P_SRV, G_GENERATION,
      NULL, NULL, "X", "classifier-free guidance scale (default: 7.0)"},
     {NULL, "--img-cfg-scale", K_FLOAT, O_NONE, T(gen.img_cfg_scale), ST_LIB, P_CLI, G_GENERATION,
-     NULL, NULL, "X", "image guidance scale of inpaint/edit models (default: --cfg-scale)"},
+     NULL, NULL, "X",
+     "image guidance scale of inpainting and InstructPix2Pix UNets (unset: 1, as sd.cpp's code; "
+     "docs/sd.md); refused by other models unless equal to --cfg-scale"},
     {NULL, "--guidance", K_FLOAT, O_NONE, T(gen.guidance), ST_LIB, P_CLI, G_GENERATION, NULL, NULL,
-     "X", "distilled guidance of guidance-distilled models (default: 3.5)"},
+     "X",
+     "distilled guidance of guidance-distilled models; LCM UNets with time_cond_proj: the w "
+     "embedding of G - 1 (unset: left out, as sd.cpp); refused by other models"},
     {NULL, "--slg-scale", K_FLOAT, O_NONE, NONE, ST_ERROR, P_CLI | P_SRV, G_GENERATION, NULL, "0",
      "X", "skip-layer guidance is not supported yet"},
     {NULL, "--skip-layer-start", K_FLOAT, O_NONE, NONE, ST_WARN, P_CLI | P_SRV, G_GENERATION, NULL,
@@ -395,6 +399,10 @@ const sdc_cli_opt sdc_cli_opts[] = {
     {NULL, "--t5-tokenizer", K_STR, O_NONE, T(ctx.t5_tokenizer_path), ST_WORKS, P_CLI | P_SRV,
      G_OWN, NULL, NULL, "PATH",
      "T5 tokenizer (tokenizer.json or spiece.model; default: found next to the T5)"},
+    {NULL, "--llm-tokenizer", K_STR, O_NONE, T(ctx.llm_tokenizer_path), ST_WORKS, P_CLI | P_SRV,
+     G_OWN, NULL, NULL, "PATH",
+     "Qwen2 tokenizer for --llm (tokenizer.json, vocab.json, merges.txt or their folder; default: "
+     "embedded in the LLM GGUF, else found next to it)"},
     {NULL, "--cpu-devices", K_INT, O_CPU_DEVICES, T(cpu_devices), ST_WORKS, P_CLI | P_SRV, G_OWN,
      NULL, NULL, "N", "split the CPU into N devices cpu0..cpuN-1 (for placement and splits)"},
     {NULL, "--version", K_BOOL, O_VERSION, NONE, ST_WORKS, P_CLI | P_SRV, G_OWN, NULL, NULL, NULL,

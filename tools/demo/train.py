@@ -265,14 +265,17 @@ class MiniT2I(nn.Module):
     def w(self, name):
         return self.p[name.replace(".", "__")]
 
-    def init(self, g, zero_out=True):
+    def init(self, g, zero_out=True, qk_scale=1.0):
         """Small normal weights; residual outputs (attn_proj, w2) and the final layer start at zero
         unless zero_out=False (the forward check wants every path non-trivial)."""
         for k in self.names:
             t = self.w(k)
             with torch.no_grad():
                 if "norm" in k:
-                    t.fill_(1.0)
+                    # q/k RMSNorm gains set how sharp the joint attention can be at the start:
+                    # with 1.0 the logits stay within +-8 and one caption word among 256 text
+                    # rows and the image tokens gets little weight until the gains have grown
+                    t.fill_(qk_scale if k.endswith(("q_norm.weight", "k_norm.weight")) else 1.0)
                     if not zero_out:
                         t.add_(torch.randn(t.shape, generator=g) * 0.1)
                 elif k.endswith(".bias"):
@@ -530,6 +533,22 @@ def export(model, out_dir, dtype="f16"):
         json.dump(tokenizer_json(), f, ensure_ascii=False, indent=1)
 
 
+def load_exported(model, out_dir):
+    """The inverse of export(): the weights of out_dir/{minit2i,t5}.safetensors into model."""
+    from safetensors.numpy import load_file
+    W = load_file(os.path.join(out_dir, "minit2i.safetensors"))
+    T = load_file(os.path.join(out_dir, "t5.safetensors"))
+    with torch.no_grad():
+        for k in model.dit.names:
+            src = W["model.net." + k]
+            if tuple(src.shape) != tuple(model.dit.w(k).shape):
+                raise SystemExit("--init-from: %s has shape %s, the arguments make %s" %
+                                 (k, list(src.shape), list(model.dit.w(k).shape)))
+            model.dit.w(k).copy_(torch.from_numpy(src.astype(np.float32)))
+        for k in model.t5.names:
+            model.t5.w(k).copy_(torch.from_numpy(T[k].astype(np.float32)))
+
+
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
@@ -546,20 +565,26 @@ def lr_at(step, a):
     return a.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
+# the arguments that shape the model (taken from a checkpoint on --resume / --export-only)
+ARCH_ARGS = ("hidden", "depth", "txt_depth", "patch", "pca", "t5_dim", "t5_layers", "t5_ff")
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="train sdc's demo model")
-    ap.add_argument("--steps", type=int, default=2200)
+    ap.add_argument("--steps", type=int, default=3200)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--ema", type=float, default=0.999)
+    ap.add_argument("--shift", type=float, default=3.0, help="noise-level shift towards pure noise")
+    ap.add_argument("--qk-scale", type=float, default=1.0, help="initial q/k RMSNorm gain of the DiT")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: the shared machine)")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--txt-depth", type=int, default=0, help="text preamble blocks (0: the fast path)")
-    ap.add_argument("--patch", type=int, default=8)
+    ap.add_argument("--patch", type=int, default=4)
     ap.add_argument("--pca", type=int, default=64)
     ap.add_argument("--t5-dim", type=int, default=128)
     ap.add_argument("--t5-layers", type=int, default=2)
@@ -568,6 +593,8 @@ def parse_args(argv=None):
     ap.add_argument("--ckpt-every", type=float, default=300.0, help="seconds between checkpoints")
     ap.add_argument("--eval-every", type=int, default=300, help="steps between held-back evaluations")
     ap.add_argument("--resume", help="checkpoint .pt to continue from")
+    ap.add_argument("--init-from", metavar="DIR", help="start from the exported weights in DIR (e.g. "
+                    "models/demo: a warm start with a fresh optimizer; shapes must match the arguments)")
     ap.add_argument("--stop-at", type=int, help="save a checkpoint after this many steps and stop")
     ap.add_argument("--out", help="export the final EMA weights here (models/demo)")
     ap.add_argument("--export-only", metavar="CKPT", help="export CKPT's EMA weights to --out and stop")
@@ -581,11 +608,16 @@ def main(argv=None):
         a.steps, a.batch, a.warmup, a.eval_every = 6, 4, 2, 0
         a.out = a.out or os.path.join(a.ckpt_dir, "quick_export")
     torch.set_num_threads(a.threads)
+    ck = None
+    if a.export_only or a.resume:  # the checkpoint's architecture, whatever the flags say
+        ck = torch.load(a.export_only or a.resume, weights_only=False)
+        for k in ARCH_ARGS:
+            setattr(a, k, ck["args"].get(k, getattr(a, k)))
     torch.manual_seed(a.seed)
     g = torch.Generator().manual_seed(a.seed)
     model = Demo(a)
     model.t5.init(g)
-    model.dit.init(g)
+    model.dit.init(g, qk_scale=a.qk_scale)
     ema = Demo(a)
     ema.load_state_dict(model.state_dict())
     for q in ema.parameters():
@@ -596,9 +628,12 @@ def main(argv=None):
     train_p += list(model.t5.parameters())
     opt = torch.optim.AdamW(train_p, lr=a.lr, betas=(0.9, 0.99), weight_decay=0.01)
     start = 0
+    if a.init_from:
+        load_exported(model, a.init_from)
+        ema.load_state_dict(model.state_dict())
+        print("initialised from the exported weights in %s" % a.init_from, flush=True)
     src = a.export_only or a.resume
     if src:
-        ck = torch.load(src, weights_only=False)
         model.load_state_dict(ck["model"])
         ema.load_state_dict(ck["ema"])
         opt.load_state_dict(ck["opt"])
@@ -623,7 +658,10 @@ def main(argv=None):
         # noise levels: half uniform, half logit-normal around the middle, where the layout is decided
         u = torch.rand(B, generator=gen)
         ln = torch.sigmoid(torch.randn(B, generator=gen))
-        s = torch.where(torch.rand(B, generator=gen) < 0.5, u, ln).view(B, 1, 1, 1)
+        s = torch.where(torch.rand(B, generator=gen) < 0.5, u, ln)
+        # shifted towards pure noise (SD3's time shift): the layout is decided at high noise, and
+        # that is where the caption alone must say where and what the shape is
+        s = (a.shift * s / (1 + (a.shift - 1) * s)).view(B, 1, 1, 1)
         drop = torch.rand(B, generator=gen) < a.drop
         xs = (1 - s) * x0 + s * 2 * noise
         for grp in opt.param_groups:

@@ -457,6 +457,8 @@ static enum MHD_Result sdapi_generate(sdc_srv_http *h, struct MHD_Connection *c,
             cJSON_ReplaceItemInObjectCaseSensitive(echo, "init_images", cJSON_CreateNull());
         if (cJSON_GetObjectItemCaseSensitive(echo, "mask"))
             cJSON_ReplaceItemInObjectCaseSensitive(echo, "mask", cJSON_CreateNull());
+        if (cJSON_GetObjectItemCaseSensitive(echo, "extra_images"))
+            cJSON_ReplaceItemInObjectCaseSensitive(echo, "extra_images", cJSON_CreateNull());
     }
     if (j)
         cJSON_AddItemToObject(j, "parameters", echo ? echo : cJSON_CreateObject());
@@ -529,6 +531,9 @@ static cJSON *defaults_json(const sdc_srv_defaults *d) {
     cJSON_AddNumberToObject(o, "strength", d->strength);
     cJSON_AddNumberToObject(o, "seed", (double)d->seed);
     cJSON_AddNumberToObject(o, "batch_count", d->batch_count);
+    cJSON_AddNumberToObject(o, "qwen_image_layers", d->qwen_image_layers);
+    cJSON_AddBoolToObject(o, "auto_resize_ref_image", true);
+    cJSON_AddBoolToObject(o, "increase_ref_index", false);
     cJSON *sp = cJSON_AddObjectToObject(o, "sample_params");
     if (sp) {
         if (d->scheduler)
@@ -579,7 +584,7 @@ static cJSON *capabilities(const sdc_srv_http *h) {
         cJSON_AddBoolToObject(feat, "cancel", true);
         cJSON_AddBoolToObject(feat, "lora", false);
         cJSON_AddBoolToObject(feat, "hires", false);
-        cJSON_AddBoolToObject(feat, "ref_images", false);
+        cJSON_AddBoolToObject(feat, "ref_images", true);
         cJSON_AddBoolToObject(feat, "control_image", false);
     }
     cJSON_AddItemToObject(o, "features", feat);
@@ -604,6 +609,10 @@ static cJSON *capabilities(const sdc_srv_http *h) {
         cJSON_AddNumberToObject(lim, "max_height", d->max_side);
         cJSON_AddNumberToObject(lim, "size_step", step); /* width/height multiples of this */
         cJSON_AddNumberToObject(lim, "max_prompt_bytes", SDC_SRV_MAX_PROMPT_BYTES);
+        cJSON_AddNumberToObject(lim, "max_ref_images", SDC_SRV_MAX_REF_IMAGES);
+        cJSON_AddNumberToObject(lim, "max_ref_image_pixels", SDC_SRV_MAX_REF_PIXELS);
+        cJSON_AddNumberToObject(lim, "max_ref_images_pixels", SDC_SRV_MAX_REF_TOTAL_PIXELS);
+        cJSON_AddNumberToObject(lim, "max_qwen_image_layers", SDC_SRV_MAX_QWEN_LAYERS);
         cJSON_AddNumberToObject(lim, "max_steps", d->max_steps);
         cJSON_AddNumberToObject(lim, "max_batch_count", d->max_batch);
         cJSON_AddNumberToObject(lim, "max_queue_size", h->cfg.max_queue);

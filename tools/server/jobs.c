@@ -208,6 +208,26 @@ static sdc_status encode_results(sdc_context *ctx, const sdc_generate_params *p,
     return SDC_OK;
 }
 
+/* Reference images into p (refs: room for r->n_refs + 1). An OpenAI edit's images are
+ * sd.cpp's references and its first the init image too: a model that reads no references
+ * gets the init image only (sd.cpp ignores them there), Qwen-Image-Layered the references
+ * only (it refuses -i), InstructPix2Pix both. */
+static void refs_into_params(sdc_context *ctx, const sdc_srv_request *r, sdc_generate_params *p,
+                             sdc_image *refs) {
+    int n = 0;
+    if (r->refs_from_edit) {
+        sdc_ref_use use = sdc_context_ref_use(ctx);
+        if (use == SDC_REFS_NONE) return;
+        if (p->init_image) refs[n++] = *p->init_image;
+        if (use == SDC_REFS_ONLY) p->init_image = p->mask_image = NULL;
+    }
+    for (int i = 0; i < r->n_refs; i++)
+        refs[n++] =
+            (sdc_image){(uint32_t)r->refs[i].w, (uint32_t)r->refs[i].h, 3, r->refs[i].rgb, 0};
+    p->ref_images = n ? refs : NULL;
+    p->n_ref_images = n;
+}
+
 static void params_from_request(const sdc_srv_jobs_config *cfg, const sdc_srv_request *r,
                                 sdc_generate_params *p, sdc_image *init, sdc_image *mask) {
     sdc_generate_params_init(p);
@@ -224,6 +244,7 @@ static void params_from_request(const sdc_srv_jobs_config *cfg, const sdc_srv_re
     if (cfg->sampler_rng) p->sampler_rng = cfg->sampler_rng;
     if (isfinite(r->eta)) p->eta = r->eta;
     p->batch_count = r->batch_count;
+    p->qwen_image_layers = r->qwen_image_layers;
     if (r->clip_skip > 0) p->clip_skip = r->clip_skip;
     if (r->n_sigmas > 0) {
         p->sigmas = r->sigmas;
@@ -250,6 +271,14 @@ sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
     p.progress = h->progress;
     p.progress_user = h->user;
     memset(res, 0, sizeof *res);
+    /* views of the request's pixels (not copied) */
+    sdc_image *refs = calloc((size_t)r->n_refs + 1, sizeof *refs);
+    if (!refs) {
+        snprintf(res->error, sizeof res->error, "out of memory");
+        res->status = SDC_ERR_NO_MEMORY;
+        return SDC_ERR_NO_MEMORY;
+    }
+    refs_into_params(ctx, r, &p, refs);
 
     /* image by image (seeds seed, seed+1, ... as the library's batch), so that an A1111
      * interrupt keeps the images finished before it */
@@ -308,6 +337,7 @@ sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
         sdc_srv_result_free(res);
         *res = err_only;
     }
+    free(refs);
     res->status = st;
     return st;
 }

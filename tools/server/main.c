@@ -405,6 +405,7 @@ int main(int argc, char **argv) {
     d.sampler = a.gen.sampling_method;
     d.scheduler = a.gen.scheduler;
     d.size_step = size_step(ctx);
+    d.qwen_image_layers = a.gen.qwen_image_layers;
 
     /* signals are taken by sigwait below; every thread inherits this mask */
     sigset_t sigs;

@@ -7,6 +7,16 @@
 
 /* ---- request <-> bytes ---- */
 
+/* Reference images and the layer count follow the fields of the first format ("SDCQ1")
+ * in a section of the second ("SDCQ2"), used only when they differ from the defaults:
+ * plain entries stay readable by nodes that predate them (a rolling upgrade loses no
+ * plain job), and the magic says whether the section must follow (so no prefix of an
+ * entry is another valid entry). */
+#define MAGIC_1       "SDCQ1"
+#define MAGIC_2       "SDCQ2"
+#define REFS_TAG      "REF1"
+#define PACK_LAYERS_0 3 /* the library's qwen_image_layers default */
+
 typedef struct wbuf {
     uint8_t *p;
     size_t n, cap;
@@ -43,7 +53,8 @@ static void w_bytes(wbuf *b, const void *p, int64_t n) {
 
 uint8_t *sdc_srv_request_pack(const sdc_srv_request *r, size_t *size) {
     wbuf b = {0};
-    w_put(&b, "SDCQ1", 5);
+    bool refs = r->n_refs > 0 || r->refs_from_edit || r->qwen_image_layers != PACK_LAYERS_0;
+    w_put(&b, refs ? MAGIC_2 : MAGIC_1, 5);
     const int64_t ints[] = {r->width,  r->height, r->steps,  r->batch_count, r->seed,
                             r->init_w, r->init_h, r->mask_w, r->mask_h,      r->size_given};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) w_i64(&b, ints[i]);
@@ -58,6 +69,18 @@ uint8_t *sdc_srv_request_pack(const sdc_srv_request *r, size_t *size) {
     w_bytes(&b, r->mask_rgb, (int64_t)r->mask_w * r->mask_h * 3);
     w_bytes(&b, r->sigmas, (int64_t)r->n_sigmas * (int64_t)sizeof(float));
     w_i64(&b, r->clip_skip);
+    if (refs) {
+        w_put(&b, REFS_TAG, 4);
+        w_i64(&b, r->qwen_image_layers);
+        w_i64(&b, r->refs_from_edit);
+        w_i64(&b, r->n_refs);
+        for (int i = 0; i < r->n_refs; i++) {
+            const sdc_srv_image *ref = &r->refs[i];
+            w_i64(&b, ref->w);
+            w_i64(&b, ref->h);
+            w_bytes(&b, ref->rgb, (int64_t)ref->w * ref->h * 3);
+        }
+    }
     if (b.bad) {
         free(b.p);
         return NULL;
@@ -105,12 +128,44 @@ static uint8_t *r_bytes(rbuf *b, int64_t *len) {
     return p;
 }
 
+/* The optional section (see REFS_TAG), checked against the parser's limits. */
+static void r_refs(rbuf *b, sdc_srv_request *r) {
+    char tag[4];
+    r_get(b, tag, 4);
+    int64_t layers = r_i64(b), from_edit = r_i64(b), n = r_i64(b);
+    if (b->bad || memcmp(tag, REFS_TAG, 4) || layers < 0 || layers > SDC_SRV_MAX_QWEN_LAYERS ||
+        (from_edit != 0 && from_edit != 1) || n < 0 || n > SDC_SRV_MAX_REF_IMAGES) {
+        b->bad = true;
+        return;
+    }
+    r->qwen_image_layers = (int)layers;
+    r->refs_from_edit = from_edit != 0;
+    r->refs = n ? calloc((size_t)n, sizeof *r->refs) : NULL;
+    if (n && !r->refs) {
+        b->bad = true;
+        return;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < (int)n && !b->bad; i++) {
+        int64_t w = r_i64(b), h = r_i64(b), len = 0;
+        if (w < 1 || h < 1 || w > 65536 || h > 65536 || w * h > SDC_SRV_MAX_REF_PIXELS ||
+            (total += w * h) > SDC_SRV_MAX_REF_TOTAL_PIXELS) {
+            b->bad = true;
+            break;
+        }
+        uint8_t *rgb = r_bytes(b, &len);
+        r->refs[r->n_refs++] = (sdc_srv_image){rgb, (int)w, (int)h};
+        if (!rgb || len != w * h * 3) b->bad = true;
+    }
+}
+
 bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r) {
     memset(r, 0, sizeof *r);
     rbuf b = {buf, size, 0, false};
     char magic[5];
     r_get(&b, magic, 5);
-    if (b.bad || memcmp(magic, "SDCQ1", 5)) return false;
+    bool v2 = !b.bad && !memcmp(magic, MAGIC_2, 5);
+    if (b.bad || (!v2 && memcmp(magic, MAGIC_1, 5))) return false;
     int64_t ints[10];
     for (int i = 0; i < 10; i++) ints[i] = r_i64(&b);
     const int64_t side = 1 << 16;
@@ -149,6 +204,8 @@ bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r)
     int64_t clip_skip = r_i64(&b);
     if (clip_skip < -1 || clip_skip > 48) b.bad = true;
     r->clip_skip = (int)clip_skip;
+    r->qwen_image_layers = PACK_LAYERS_0;
+    if (v2) r_refs(&b, r);
     if (b.bad || b.at != b.n) {
         sdc_srv_request_free(r);
         return false;

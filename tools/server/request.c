@@ -13,6 +13,7 @@
 
 #include "base64.h"
 #include "cli_shared.h"
+#include "request_refs.h"
 
 #define EXTRA_OPEN  "<sd_cpp_extra_args>"
 #define EXTRA_CLOSE "</sd_cpp_extra_args>"
@@ -41,6 +42,7 @@ void sdc_srv_defaults_init(sdc_srv_defaults *d) {
     d->max_steps = 150;
     d->max_batch = 8;
     d->size_step = 8;
+    d->qwen_image_layers = g.qwen_image_layers;
 }
 
 /* ---- small helpers ---- */
@@ -153,6 +155,17 @@ static bool reject_nonempty_array(parse_ctx *pc, const cJSON *obj, const char *n
     if (!cJSON_IsArray(v)) return reject(pc, 400, "'%s' must be an array", name);
     if (cJSON_GetArraySize(v) > 0) return reject(pc, 400, "'%s' is not supported by sdc", name);
     return true;
+}
+
+/* A status and message of request_refs.c into pc (0: nothing to report). */
+static bool refs_status(parse_ctx *pc, int rc, const char *msg) {
+    return rc ? reject(pc, rc, "%s", msg) : true;
+}
+
+static bool get_refs(parse_ctx *pc, const cJSON *obj, const char *name, sdc_srv_request *r) {
+    char msg[256];
+    if (field(obj, name)) r->refs_from_edit = false; /* named refs replace an edit's images */
+    return refs_status(pc, sdc_srv_refs_from_json(r, obj, name, msg, sizeof msg), msg);
 }
 
 /* sample_params.custom_sigmas: 2..1000 finite numbers (the library checks their order) */
@@ -478,6 +491,21 @@ static bool check_output_format(parse_ctx *pc, const cJSON *obj) {
 
 /* ---- the native (sdcpp) schema; also what sd_cpp_extra_args carries ---- */
 
+/* sd.cpp's reference options: only their defaults are what the library does (references
+ * resized to the output's area; Layered's own reference indices). */
+static bool check_ref_options(parse_ctx *pc, const cJSON *j) {
+    bool resize = true, increase = false;
+    if (!get_bool(pc, j, "auto_resize_ref_image", &resize) ||
+        !get_bool(pc, j, "increase_ref_index", &increase))
+        return false;
+    if (!resize)
+        return reject(pc, 400,
+                      "'auto_resize_ref_image' false is not supported by sdc (references are "
+                      "always resized to the output's area)");
+    if (increase) return reject(pc, 400, "'increase_ref_index' is not supported by sdc");
+    return true;
+}
+
 static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
     if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
     int64_t ignored = 0;
@@ -493,8 +521,10 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
         !get_bool(pc, j, "embed_image_metadata", &b) ||
         !get_image(pc, j, "init_image", &r->init_rgb, &r->init_w, &r->init_h) ||
         !get_image(pc, j, "mask_image", &r->mask_rgb, &r->mask_w, &r->mask_h) ||
-        !reject_nonempty_array(pc, j, "lora") || !reject_nonempty_array(pc, j, "ref_images") ||
-        !check_output_format(pc, j))
+        !reject_nonempty_array(pc, j, "lora") || !get_refs(pc, j, "ref_images", r) ||
+        !get_int(pc, j, "qwen_image_layers", 0, SDC_SRV_MAX_QWEN_LAYERS, &r->qwen_image_layers,
+                 NULL) ||
+        !check_ref_options(pc, j) || !check_output_format(pc, j))
         return false;
     if (field(j, "control_image"))
         return reject(pc, 400, "'control_image' is not supported by sdc");
@@ -573,6 +603,31 @@ static bool parse_size(parse_ctx *pc, const char *s, sdc_srv_request *r) {
     return true;
 }
 
+/* An edit's images are also its references, as in sd.cpp: the first is the init image
+ * (the worker passes it as references[0] to models that read them), the others go to
+ * r->refs. `index` is the image's place among the edit's images. */
+static bool edit_ref(parse_ctx *pc, int index, const char *data, size_t n, bool is_base64,
+                     sdc_srv_request *r) {
+    char label[32], msg[256];
+    snprintf(label, sizeof label, "'image'[%d]", index);
+    r->refs_from_edit = true;
+    if (index == 0 || pc->status) return !pc->status;
+    if (index >= SDC_SRV_MAX_REF_IMAGES)
+        return reject(pc, 400, "%s: at most %d images are accepted", label, SDC_SRV_MAX_REF_IMAGES);
+    return refs_status(pc, sdc_srv_ref_add(r, label, data, n, is_base64, msg, sizeof msg), msg);
+}
+
+static bool edit_refs(parse_ctx *pc, const cJSON *imgs, sdc_srv_request *r) {
+    int i = 0;
+    const cJSON *e;
+    if (!cJSON_IsArray(imgs)) return edit_ref(pc, 0, NULL, 0, true, r);
+    cJSON_ArrayForEach(e, imgs) {
+        if (!cJSON_IsString(e)) return reject(pc, 400, "'image'[%d] must be a base64 string", i);
+        if (!edit_ref(pc, i++, e->valuestring, strlen(e->valuestring), true, r)) return false;
+    }
+    return true;
+}
+
 static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool edit) {
     if (!cJSON_IsObject(j)) return reject(pc, 400, "the request must be a JSON object");
     const cJSON *prompt = field(j, "prompt");
@@ -590,13 +645,15 @@ static bool apply_openai(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool
     if (!get_bool(pc, j, "stream", &stream)) return false;
     if (stream) return reject(pc, 400, STREAM_REFUSED);
     if (edit) {
-        const cJSON *img = field(j, "image");
-        if (!img) img = field(j, "image[]");
-        if (cJSON_IsArray(img)) img = cJSON_GetArrayItem(img, 0);
+        const cJSON *imgs = field(j, "image");
+        if (!imgs) imgs = field(j, "image[]");
+        const cJSON *img = cJSON_IsArray(imgs) ? cJSON_GetArrayItem(imgs, 0) : imgs;
         if (!img) return reject(pc, 400, "'image' is required");
         if (!cJSON_IsString(img)) return reject(pc, 400, "'image' must be a base64 string");
         const char *b64 = img->valuestring;
-        if (!decode_png(pc, "image", b64, strlen(b64), true, &r->init_rgb, &r->init_w, &r->init_h))
+        if (!decode_png(pc, "image", b64, strlen(b64), true, &r->init_rgb, &r->init_w,
+                        &r->init_h) ||
+            !edit_refs(pc, imgs, r))
             return false;
         const cJSON *mask = field(j, "mask");
         if (mask && !cJSON_IsString(mask)) return reject(pc, 400, "'mask' must be a base64 string");
@@ -650,7 +707,8 @@ static bool apply_sdapi(parse_ctx *pc, const cJSON *j, sdc_srv_request *r, bool 
         !get_float(pc, j, "denoising_strength", &denoise) ||
         !get_bool(pc, j, "inpainting_mask_invert", &invert) ||
         !get_int(pc, j, "clip_skip", -1, 48, &r->clip_skip, NULL) ||
-        !reject_nonempty_array(pc, j, "lora") || !apply_override_settings(pc, j, r))
+        !reject_nonempty_array(pc, j, "lora") || !apply_override_settings(pc, j, r) ||
+        !get_refs(pc, j, "extra_images", r))
         return false;
     if (!r->prompt || !*r->prompt) return reject(pc, 400, "'prompt' is required");
     r->batch_count = batch_size * n_iter;
@@ -728,7 +786,16 @@ static bool fit_image(parse_ctx *pc, uint8_t **rgb, int *w, int *h, int tw, int 
     return true;
 }
 
-static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
+/* A1111 (sd.cpp's routes_sdapi): without a size or init image the first extra image sets
+ * the size, and the extra images are resized to the size once it is known. Elsewhere they
+ * are resized only to a size the request gives (sd.cpp's ref_images, OpenAI image[]). */
+static bool fit_refs(parse_ctx *pc, sdc_srv_request *r, bool sdapi) {
+    if (!r->n_refs || !(r->size_given || sdapi)) return true;
+    char msg[256];
+    return refs_status(pc, sdc_srv_refs_fit(r, r->width, r->height, msg, sizeof msg), msg);
+}
+
+static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r, bool sdapi) {
     if (!apply_extra_args(pc, r)) return false;
     size_t plen = r->prompt ? strlen(r->prompt) : 0,
            nlen = r->negative_prompt ? strlen(r->negative_prompt) : 0;
@@ -742,6 +809,9 @@ static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r)
         /* sizes snap down to the size step, as sd-cli's -i does */
         r->width = r->init_w / step * step;
         r->height = r->init_h / step * step;
+    } else if (sdapi && r->n_refs && !r->size_given) {
+        r->width = r->refs[0].w / step * step;
+        r->height = r->refs[0].h / step * step;
     }
     if (r->mask_rgb && !r->init_rgb) return reject(pc, 400, "a mask needs an init image");
     if (r->width < step || r->width > d->max_side || r->width % step)
@@ -763,12 +833,16 @@ static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r)
         return false;
     if (r->mask_rgb && !fit_image(pc, &r->mask_rgb, &r->mask_w, &r->mask_h, r->width, r->height))
         return false;
-    return true;
+    if (r->qwen_image_layers < 0 || r->qwen_image_layers > SDC_SRV_MAX_QWEN_LAYERS)
+        return reject(pc, 400, "qwen_image_layers must be in [0, %d] (got %d)",
+                      SDC_SRV_MAX_QWEN_LAYERS, r->qwen_image_layers);
+    return fit_refs(pc, r, sdapi);
 }
 
 static bool init_request(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
     memset(r, 0, sizeof *r);
     r->clip_skip = d->clip_skip;
+    r->qwen_image_layers = d->qwen_image_layers;
     r->width = d->width;
     r->height = d->height;
     r->steps = d->steps;
@@ -792,6 +866,7 @@ void sdc_srv_request_free(sdc_srv_request *r) {
     free(r->init_rgb);
     free(r->mask_rgb);
     free(r->sigmas);
+    sdc_srv_refs_free(r);
     memset(r, 0, sizeof *r);
 }
 
@@ -830,7 +905,9 @@ int sdc_srv_parse_json(sdc_srv_api api, const char *body, size_t len, const sdc_
         break;
     }
     cJSON_Delete(j);
-    if (ok) ok = finish(&pc, d, r);
+    if (ok)
+        ok =
+            finish(&pc, d, r, api == SDC_SRV_API_SDAPI_TXT2IMG || api == SDC_SRV_API_SDAPI_IMG2IMG);
     return ok ? 0 : (pc.status ? pc.status : 400);
 }
 
@@ -929,12 +1006,14 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         }
         size_t n = (size_t)(next - data);
         if (!strcmp(name, "image") || !strcmp(name, "image[]")) {
+            bool b64 = !is_file && n > 0 && !raw_image(data);
             if (!have_image) { /* several images: the first is the init image */
                 image_data = data;
                 image_n = n;
-                image_b64 = !is_file && n > 0 && !raw_image(data);
+                image_b64 = b64;
                 decode_png(&pc, "image", data, n, image_b64, &r->init_rgb, &r->init_w, &r->init_h);
             }
+            edit_ref(&pc, have_image ? r->n_refs + 1 : 0, data, n, b64, r);
             have_image = true;
         } else if (!strcmp(name, "mask")) {
             decode_mask(&pc, data, n, !is_file && n > 0 && !raw_image(data), r);
@@ -992,6 +1071,6 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
         }
     }
     cJSON_Delete(fields);
-    if (!pc.status) finish(&pc, d, r);
+    if (!pc.status) finish(&pc, d, r, false);
     return pc.status;
 }

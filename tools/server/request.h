@@ -16,13 +16,24 @@ typedef struct sdc_srv_defaults {
     int64_t seed;
     const char *sampler, *scheduler; /* NULL: the model's default */
     int max_side, max_steps, max_batch;
-    int size_step; /* width/height multiples of this (the model's, >= 8); default 8 */
-    int clip_skip; /* --clip-skip; <= 0: the model's default */
+    int size_step;         /* width/height multiples of this (the model's, >= 8); default 8 */
+    int clip_skip;         /* --clip-skip; <= 0: the model's default */
+    int qwen_image_layers; /* --qwen-image-layers (3) */
 } sdc_srv_defaults;
 
 /* Longest prompt (and negative prompt) accepted, in bytes: a prompt is held by the job,
  * its infotext and the PNG text, and the text encoder reads a few hundred tokens only. */
 #define SDC_SRV_MAX_PROMPT_BYTES 65536
+
+/* Reference images (sd.cpp's ref_images / extra_images / OpenAI edit images): at most
+ * this many per request, each at most SDC_SRV_MAX_REF_PIXELS once decoded and all of
+ * them at most SDC_SRV_MAX_REF_TOTAL_PIXELS (a small PNG can decode to 192 MiB, and a
+ * job holds its images while it waits in the queue). */
+#define SDC_SRV_MAX_REF_IMAGES       8
+#define SDC_SRV_MAX_REF_PIXELS       (4096 * 4096)
+#define SDC_SRV_MAX_REF_TOTAL_PIXELS (2 * 4096 * 4096)
+/* --qwen-image-layers / qwen_image_layers range (the library's) */
+#define SDC_SRV_MAX_QWEN_LAYERS 64
 
 void sdc_srv_defaults_init(sdc_srv_defaults *d);
 
@@ -33,6 +44,12 @@ typedef enum sdc_srv_api {
     SDC_SRV_API_SDAPI_TXT2IMG,   /* POST /sdapi/v1/txt2img */
     SDC_SRV_API_SDAPI_IMG2IMG,   /* POST /sdapi/v1/img2img */
 } sdc_srv_api;
+
+/* An RGB image of a request (owned pixels, w*h*3 bytes). */
+typedef struct sdc_srv_image {
+    uint8_t *rgb;
+    int w, h;
+} sdc_srv_image;
 
 typedef struct sdc_srv_request {
     char *prompt, *negative_prompt; /* owned */
@@ -47,7 +64,14 @@ typedef struct sdc_srv_request {
     bool size_given; /* width/height came from the request */
     float *sigmas;   /* owned, sample_params.custom_sigmas; NULL: the model's schedule */
     int n_sigmas;
-    int clip_skip; /* clip_skip / CLIP_stop_at_last_layers; <= 0: the model's default */
+    int clip_skip;       /* clip_skip / CLIP_stop_at_last_layers; <= 0: the model's default */
+    sdc_srv_image *refs; /* owned, n_refs reference images (sdc_generate_params.ref_images) */
+    int n_refs;
+    /* an OpenAI edit: sd.cpp passes its images as references and the first as the init
+     * image too; refs holds the others, and the worker passes [init, refs...] or the init
+     * image alone, as its model reads them (sdc_context_ref_use) */
+    bool refs_from_edit;
+    int qwen_image_layers; /* Qwen-Image-Layered: layers + 1 images per batch item */
     /* A1111 override_settings.sd_model_checkpoint as sent ("" : the loaded model); the
      * HTTP layer resolves it to model_slot: 1 + the index among the served models; 0: the
      * loaded one (so a zeroed request switches nothing) */
