@@ -15,44 +15,18 @@
 
 #include "io/image.h"
 #include "sdc.h"
+#include "qwen_ckpt.h"
 #include "sdcpp_png.h"
 #include "test_util.h"
 
 #define DATA SDC_SOURCE_DIR "/tests/data/qwen_edit"
 
 static bool wanted(const char *id) {
-    const char *list = getenv("SDC_QWEN_EDIT_CASES");
-    if (!list) list = "e1";
-    if (!strcmp(list, "all")) return true;
-    size_t k = strlen(id);
-    for (const char *p = list; (p = strstr(p, id)) != NULL; p += k)
-        if ((p == list || p[-1] == ',') && (p[k] == ',' || p[k] == '\0')) return true;
-    return false;
+    return qwen_case_wanted("SDC_QWEN_EDIT_CASES", "e1", id);
 }
 
 static bool have(const char *dir, const char *file, char *buf, size_t n) {
-    struct stat st;
-    snprintf(buf, n, "%s/%s", dir, file);
-    if (stat(buf, &st) == 0) return true;
-    printf("missing %s\n", buf);
-    return false;
-}
-
-/* The LLM linked beside the Edit goldens' stand-in tokenizer (tokenizer/ next to the --llm
- * file): the golden set's, plus the 3 merges that make "Picture" one token as in Qwen2's. */
-static bool llm_with_tokenizer(const char *llm, char *out, size_t n) {
-    char dir[512], tok[600];
-    snprintf(dir, sizeof dir, "%s/qwen_edit_llm", SDC_BINARY_DIR);
-    snprintf(out, n, "%s/llm.safetensors", dir);
-    snprintf(tok, sizeof tok, "%s/tokenizer", dir);
-    mkdir(dir, 0755);
-    unlink(out);
-    unlink(tok);
-    if (symlink(llm, out) != 0 || symlink(DATA "/tokenizer", tok) != 0) {
-        printf("cannot link the LLM and tokenizer into %s\n", dir);
-        return false;
-    }
-    return true;
+    return qwen_find_ckpt(dir, file, buf, n);
 }
 
 /* One case: its own context (the DiT differs between cases), every -r image as sd-cli
@@ -129,7 +103,10 @@ int main(void) {
                "SDC_QWEN_IMAGE_DIR=DIR)\n");
         return 77;
     }
-    if (!llm_with_tokenizer(llm_file, llm, sizeof llm)) return 77;
+    /* the golden set's stand-in tokenizer plus the 3 merges that make "Picture" one token
+     * as in Qwen2's */
+    if (!qwen_llm_with_tokenizer("qwen_edit_llm", DATA "/tokenizer", llm_file, llm, sizeof llm))
+        return 77;
     char *text = (char *)t_read_file(DATA "/runs.json", NULL);
     CHECK(text != NULL, "runs.json readable");
     if (!text) TEST_MAIN_END();

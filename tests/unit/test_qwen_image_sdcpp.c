@@ -19,46 +19,16 @@
 
 #include "io/image.h"
 #include "sdc.h"
+#include "qwen_ckpt.h"
 #include "sdcpp_png.h"
 #include "test_util.h"
 
-static bool exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* dir/file into buf; false (and says so) when absent. */
 static bool find_ckpt(const char *dir, const char *file, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s", dir, file);
-    if (exists(buf)) return true;
-    printf("missing %s\n", buf);
-    return false;
-}
-
-/* A folder holding links to the LLM and the golden tokenizer (tokenizer/ beside it). */
-static bool llm_with_tokenizer(const char *llm, char *out, size_t n) {
-    char dir[512], tok[600];
-    snprintf(dir, sizeof dir, "%s/qwen_image_llm", SDC_BINARY_DIR);
-    snprintf(out, n, "%s/llm.safetensors", dir);
-    snprintf(tok, sizeof tok, "%s/tokenizer", dir);
-    mkdir(dir, 0755);
-    unlink(out);
-    unlink(tok);
-    if (symlink(llm, out) != 0 || symlink(GOLDEN("qwen_image/tokenizer"), tok) != 0) {
-        printf("cannot link the LLM and tokenizer into %s\n", dir);
-        return false;
-    }
-    return true;
+    return qwen_find_ckpt(dir, file, buf, n);
 }
 
 static bool wanted(const char *id) {
-    const char *list = getenv("SDC_QWEN_CASES");
-    if (!list) list = "a1";
-    if (!strcmp(list, "all")) return true;
-    size_t k = strlen(id);
-    for (const char *p = list; (p = strstr(p, id)) != NULL; p += k)
-        if ((p == list || p[-1] == ',') && (p[k] == ',' || p[k] == '\0')) return true;
-    return false;
+    return qwen_case_wanted("SDC_QWEN_CASES", "a1", id);
 }
 
 static int run_plain(const cJSON *runs, const char *dit, const char *llm, const char *vae) {
@@ -247,7 +217,9 @@ int main(void) {
                "weights --seed 1001 --out-dir DIR; SDC_QWEN_IMAGE_DIR=DIR)\n");
         return 77;
     }
-    if (!llm_with_tokenizer(llm_file, llm, sizeof llm)) return 77;
+    if (!qwen_llm_with_tokenizer("qwen_image_llm", GOLDEN("qwen_image/tokenizer"), llm_file, llm,
+                                 sizeof llm))
+        return 77;
     char *text = (char *)t_read_file(GOLDEN("qwen_image/runs.json"), NULL);
     CHECK(text != NULL, "runs.json readable");
     if (!text) TEST_MAIN_END();
