@@ -21,7 +21,7 @@
 
 /* What the demo was trained for (tools/demo/README.md reports them). */
 #define DEMO_SIDE    64
-#define DEMO_STEPS   10
+#define DEMO_STEPS   20
 #define DEMO_CFG     4.0f
 #define DEMO_SAMPLER "euler"
 
