@@ -7,14 +7,15 @@ images.create_variation 404, stream=True 400) arriving as the client's typed err
 as "Connection error". Usage: server_openai.py BUILD_DIR GOLDEN_DIR. Exit 77: skipped."""
 import base64
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
-import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from png_util import png_decode, png_encode  # noqa: E402
 
 try:
     import openai
@@ -47,51 +48,6 @@ def check(what, ok, detail=""):
 
 
 # ---- PNG in pure Python (CI has no Pillow) ----
-def png_decode(data):
-    """8-bit RGB/RGBA/gray PNG, not interlaced -> (width, height, channels, bytes)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, w = 8, b"", None
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and interlace == 0, "unsupported PNG"
-            ch = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    raw, stride = zlib.decompress(idat), w * ch
-    out, prev = bytearray(), bytearray(stride)
-    for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            a = line[x - ch] if x >= ch else 0
-            b, c = prev[x], prev[x - ch] if x >= ch else 0
-            if f == 1:
-                line[x] = (line[x] + a) & 255
-            elif f == 2:
-                line[x] = (line[x] + b) & 255
-            elif f == 3:
-                line[x] = (line[x] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        out += line
-        prev = line
-    return w, h, ch, bytes(out)
-
-
-def png_encode(w, h, ch, pixels):
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    raw = b"".join(b"\0" + pixels[y * w * ch:(y + 1) * w * ch] for y in range(h))
-    ctype = {3: 2, 4: 6}[ch]
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, ctype, 0, 0, 0)) +
-            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-
-
 def diff_stats(a, b, x0, x1, w, h, ch=3):
     """max and mean |a-b| over the columns [x0, x1)."""
     mx, s, n = 0, 0, 0
