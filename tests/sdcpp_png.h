@@ -48,6 +48,20 @@ static inline double jnum(const cJSON *o, const char *k) {
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* The generation settings every runs.json entry records (sd-cli's -p -n -W -H --steps
+ * --cfg-scale -s --sampling-method) into p, after sdc_generate_params_init. */
+static inline void sdcpp_params_from_run(const cJSON *run, sdc_generate_params *p) {
+    sdc_generate_params_init(p);
+    p->prompt = jstr(run, "prompt");
+    p->negative_prompt = jstr(run, "negative_prompt");
+    p->width = (int)jnum(run, "W");
+    p->height = (int)jnum(run, "H");
+    p->steps = (int)jnum(run, "steps");
+    p->cfg_scale = (float)jnum(run, "cfg");
+    p->seed = (int64_t)jnum(run, "seed");
+    p->sampling_method = jstr(run, "sampler");
+}
+
 /* tol: max per-pixel difference allowed (3, the issue's bar, unless runs.json gives a
  * measured "max_tol" for a known gap); mean_tol: 0 = not checked */
 static inline void compare(const char *id, const sdc_image *img, const char *png, int tol,

@@ -60,15 +60,7 @@ static int run_case(const cJSON *run, const char *dir, const char *llm) {
         CHECK(ok, "%s: load %s: %s", id, path, sdc_last_error());
     }
     sdc_generate_params p;
-    sdc_generate_params_init(&p);
-    p.prompt = jstr(run, "prompt");
-    p.negative_prompt = jstr(run, "negative_prompt");
-    p.width = (int)jnum(run, "W");
-    p.height = (int)jnum(run, "H");
-    p.steps = (int)jnum(run, "steps");
-    p.cfg_scale = (float)jnum(run, "cfg");
-    p.seed = (int64_t)jnum(run, "seed");
-    p.sampling_method = jstr(run, "sampler");
+    sdcpp_params_from_run(run, &p);
     p.ref_images = refs;
     p.n_ref_images = n_refs;
     sdc_image *img = NULL;

@@ -50,15 +50,7 @@ int main(void) {
         const char *id = jstr(run, "id");
         if (!ctx || jnum(run, "rc") != 0 || (!all && jnum(run, "W") > 320)) continue;
         sdc_generate_params p;
-        sdc_generate_params_init(&p);
-        p.prompt = jstr(run, "prompt");
-        p.negative_prompt = jstr(run, "negative_prompt");
-        p.width = (int)jnum(run, "W");
-        p.height = (int)jnum(run, "H");
-        p.steps = (int)jnum(run, "steps");
-        p.cfg_scale = (float)jnum(run, "cfg");
-        p.seed = (int64_t)jnum(run, "seed");
-        p.sampling_method = jstr(run, "sampler");
+        sdcpp_params_from_run(run, &p);
         p.scheduler = jstr(run, "scheduler");
         p.rng = jstr(run, "rng");
         sdc_image init = {0};
