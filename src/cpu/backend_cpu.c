@@ -11,19 +11,13 @@
 #include "core/backend.h"
 #include "cpu/cpu_features.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/op_profile.h"
 #include "cpu/quant_dispatch.h"
 
 #define SDC_CPU_ALIGN 64
 
-/* SDC_PROFILE=1: time per op kind, printed when the backend is freed */
-typedef struct op_profile {
-    double seconds[SDC_OP_COUNT];
-    long count[SDC_OP_COUNT];
-    double flops[SDC_OP_COUNT];
-} op_profile;
-
 typedef struct cpu_backend {
-    op_profile *profile; /* NULL unless SDC_PROFILE=1 */
+    sdc_op_profile *profile; /* NULL unless SDC_PROFILE is set */
     sdc_threadpool *pool;
     sdc_buffer *scratch;      /* planned inputs, intermediates and the per-node work area */
     unsigned long generation; /* bumped by every graph allocation into scratch */
@@ -40,7 +34,7 @@ typedef struct run_state {
     sdc_eval_fn cb;
     void *cb_user;
     bool observe; /* decided by thread 0 for the current node */
-    op_profile *profile;
+    sdc_op_profile *profile;
     _Atomic int cancelled;
 } run_state;
 
@@ -48,25 +42,9 @@ static const char *cpu_name(const sdc_backend *b) {
     return "cpu";
 }
 
-static void print_profile(const op_profile *pr) {
-    double total = 0;
-    for (int i = 0; i < SDC_OP_COUNT; i++) total += pr->seconds[i];
-    fprintf(stderr, "profile: %.3f s in kernels\n%-12s %8s %9s %6s %9s\n", total, "op", "calls",
-            "seconds", "share", "GFLOP/s");
-    for (int i = 0; i < SDC_OP_COUNT; i++) {
-        if (!pr->count[i]) continue;
-        fprintf(stderr, "%-12s %8ld %9.3f %5.1f%% %9.1f\n", sdc_op_name(i), pr->count[i],
-                pr->seconds[i], 100.0 * pr->seconds[i] / (total > 0 ? total : 1),
-                pr->seconds[i] > 0 ? pr->flops[i] / pr->seconds[i] * 1e-9 : 0.0);
-    }
-}
-
 static void cpu_free(sdc_backend *b) {
     cpu_backend *c = b->impl;
-    if (c->profile) {
-        print_profile(c->profile);
-        free(c->profile);
-    }
+    sdc_op_profile_print_free(c->profile);
     sdc_threadpool_free(c->pool);
     sdc_buffer_free(c->scratch);
     free(c);
@@ -112,22 +90,6 @@ static size_t node_work_size(const sdc_tensor *node, void *user) {
     return f ? f(node, ((work_ctx *)user)->nth) : 0;
 }
 
-/* multiply-adds x 2 of the ops that dominate, for the profile's GFLOP/s column */
-static double node_flops(const sdc_tensor *t) {
-    if (t->op == SDC_OP_MATMUL)
-        return 2.0 * (double)t->src[0]->ne[0] * (double)sdc_tensor_nelements(t);
-    if (t->op == SDC_OP_ATTENTION) {
-        const sdc_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
-        return 2.0 * (double)q->ne[1] * (double)k->ne[1] * (double)(q->ne[0] + v->ne[0]) *
-               (double)q->ne[2] * (double)q->ne[3];
-    }
-    if (t->op == SDC_OP_CONV2D) {
-        const sdc_tensor *w = t->src[1];
-        return 2.0 * (double)sdc_tensor_nelements(t) * (double)(w->ne[0] * w->ne[1] * w->ne[2]);
-    }
-    return 0;
-}
-
 static void run_graph(void *arg, int ith, int nth) {
     run_state *rs = arg;
     sdc_cpu_params p = {ith, nth, rs->work, rs->work_size, rs->pool};
@@ -142,11 +104,7 @@ static void run_graph(void *arg, int ith, int nth) {
         double t0 = rs->profile && ith == 0 ? sdc_now_seconds() : 0;
         sdc_cpu_kernel_for(t->op)(&p, t);
         sdc_cpu_barrier(&p);
-        if (rs->profile && ith == 0) {
-            rs->profile->seconds[t->op] += sdc_now_seconds() - t0;
-            rs->profile->count[t->op]++;
-            rs->profile->flops[t->op] += node_flops(t);
-        }
+        if (rs->profile && ith == 0) sdc_op_profile_add(rs->profile, t, sdc_now_seconds() - t0);
         if (rs->cb) {
             if (ith == 0 && rs->observe && !rs->cb(t, false, rs->cb_user))
                 atomic_store(&rs->cancelled, 1);
@@ -274,8 +232,7 @@ sdc_backend *sdc_backend_cpu_create(int n_threads) {
     sdc_backend *b = calloc(1, sizeof *b);
     cpu_backend *c = calloc(1, sizeof *c);
     if (!b || !c) goto fail;
-    const char *prof = getenv("SDC_PROFILE");
-    if (prof && *prof == '1') c->profile = calloc(1, sizeof(op_profile));
+    c->profile = sdc_op_profile_from_env();
     c->pool = sdc_threadpool_create(n_threads);
     if (!c->pool) goto fail;
     b->iface = &g_cpu_iface;
