@@ -37,6 +37,12 @@ check "other seed, other image" bash -c "cmp -s '$TMP/e1.png' '$TMP/e3.png'; tes
 run -p "a cat" -W 72 -H 64 --steps 1 -o "$TMP/f.png"
 check "size not a multiple of the patch: exit 1" test $? -eq 1
 check "... with a clear message" grep -q "multiples of 16" "$TMP/log"
+# SDC_PROFILE=2: the per-kind table, then rows per op and operand shapes; the matmul rows
+# name the weight and activation types and extents (tiny preset: hidden 64)
+check "SDC_PROFILE=2" env SDC_PROFILE=2 "$BUILD/sdc" --diffusion-model "$TMP/m/minit2i.safetensors" \
+    --t5xxl "$TMP/m/t5/model.safetensors" -t 2 -p "a cat" -W 32 -H 32 --steps 1 -o "$TMP/p.png" 2>"$TMP/prof"
+check "... per-kind table" grep -qE '^matmul +[0-9]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$' "$TMP/prof"
+check "... per-shape rows" grep -qE '^ +[0-9]+ +[0-9.]+ +[0-9.]+% +[0-9.]+  matmul [a-z0-9_]+\[[0-9,]+\] f32\[[0-9,]+\]' "$TMP/prof"
 "$BUILD/sdc" --list-devices >"$TMP/dev" 2>&1
 check "--list-devices prints name<TAB>description" grep -qP '^cpu\t.+' "$TMP/dev"
 echo "$pass passed, $fail failed"
