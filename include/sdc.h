@@ -238,6 +238,11 @@ typedef struct sdc_generate_params {
     /* --qwen-image-layers (3): Qwen-Image-Layered makes layers + 1 RGBA images per batch
      * item (one per latent frame, as sd.cpp), so *count = batch_count x (layers + 1) */
     int qwen_image_layers;
+    /* --ref-image-args: sd.cpp's reference-image preset and key=value overrides for the
+     * models that read -r images as latents and show them to a vision-language encoder
+     * ("ref_index_mode=fixed,vlm_size=448", docs/qwen_image.md); NULL or "": the model's
+     * preset. An unknown key or bad value is an error. */
+    const char *ref_image_args;
 } sdc_generate_params;
 
 SDC_API void sdc_generate_params_init(sdc_generate_params *p);

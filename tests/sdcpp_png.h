@@ -49,7 +49,9 @@ static inline double jnum(const cJSON *o, const char *k) {
 }
 
 /* The generation settings every runs.json entry records (sd-cli's -p -n -W -H --steps
- * --cfg-scale -s --sampling-method) into p, after sdc_generate_params_init. */
+ * --cfg-scale -s --sampling-method; --img-cfg-scale and --ref-image-args where it has
+ * "img_cfg" / "ref_image_args") into p, after
+ * sdc_generate_params_init. */
 static inline void sdcpp_params_from_run(const cJSON *run, sdc_generate_params *p) {
     sdc_generate_params_init(p);
     p->prompt = jstr(run, "prompt");
@@ -60,6 +62,9 @@ static inline void sdcpp_params_from_run(const cJSON *run, sdc_generate_params *
     p->cfg_scale = (float)jnum(run, "cfg");
     p->seed = (int64_t)jnum(run, "seed");
     p->sampling_method = jstr(run, "sampler");
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(run, "img_cfg")))
+        p->img_cfg_scale = (float)jnum(run, "img_cfg");
+    p->ref_image_args = jstr(run, "ref_image_args");
 }
 
 /* tol: max per-pixel difference allowed (3, the issue's bar, unless runs.json gives a

@@ -379,26 +379,35 @@ static int imax(int a, int b) {
     return a > b ? a : b;
 }
 
-void sdc_qwen25vl_vision_resize_dims(int w, int h, int factor, int min_pixels, int max_pixels,
-                                     int *w_out, int *h_out) {
+void sdc_qwen25vl_vision_resize_dims(int w, int h, int factor, int min, int max,
+                                     sdc_qwen25vl_resize mode, int *w_out, int *h_out) {
+    const bool area = mode == SDC_QWEN25VL_RESIZE_AREA;
     if (factor <= 0) factor = 28;
-    if (min_pixels <= 0) min_pixels = 384 * 384;
-    if (max_pixels <= 0) max_pixels = 560 * 560;
+    if (min <= 0) min = area ? 384 * 384 : 384;
+    if (max <= 0) max = area ? 560 * 560 : 560;
     double f = factor, hw = (double)h * w;
     int hb = (int)(round(h / f) * f), wb = (int)(round(w / f) * f);
-    if (min_pixels == max_pixels) { /* a fixed area */
-        double beta = sqrt(min_pixels / hw);
+    /* the measure min and max bound, and the scale that brings it to x */
+    double size = area ? (double)hb * wb : (double)(w > h ? w : h);
+    double full = area ? hw : (double)(w > h ? w : h);
+#define SCALE_TO(x) (area ? sqrt((x) / full) : (x) / full)
+    if (mode == SDC_QWEN25VL_RESIZE_NONE) {
+        /* rounded only */
+    } else if (min == max) { /* a fixed size */
+        double beta = SCALE_TO((double)min);
         hb = imax(factor, (int)round(h * beta / f) * factor);
         wb = imax(factor, (int)round(w * beta / f) * factor);
-    } else if ((double)hb * wb > max_pixels) {
-        double beta = sqrt(hw / max_pixels);
-        hb = imax(factor, (int)floor(h / beta / f) * factor);
-        wb = imax(factor, (int)floor(w / beta / f) * factor);
-    } else if ((double)hb * wb < min_pixels) {
-        double beta = sqrt(min_pixels / hw);
+    } else if (size > max) { /* AREA divides by the inverse scale, as sd.cpp */
+        double beta = area ? sqrt(hw / max) : 1.0 / SCALE_TO((double)max);
+        double bl = area ? 1.0 : SCALE_TO((double)max);
+        hb = imax(factor, (int)floor((area ? h / beta : h * bl) / f) * factor);
+        wb = imax(factor, (int)floor((area ? w / beta : w * bl) / f) * factor);
+    } else if (size < min) {
+        double beta = SCALE_TO((double)min);
         hb = (int)ceil(h * beta / f) * factor;
         wb = (int)ceil(w * beta / f) * factor;
     }
+#undef SCALE_TO
     *w_out = wb;
     *h_out = hb;
 }

@@ -54,13 +54,20 @@ int sdc_qwen25vl_vision_tokens(const sdc_qwen25vl_vision *m, int w, int h);
 sdc_status sdc_qwen25vl_vision_encode(sdc_qwen25vl_vision *m, sdc_backend *be, const float *img,
                                       int w, int h, float *out, sdc_eval_fn cb, void *cb_user);
 
-/* sd.cpp's size rule for Qwen-Image-Edit reference images (AREA mode): round w and h to
- * multiples of factor (28), then if the area exceeds max_pixels scale down by
- * sqrt(w*h/max_pixels) flooring to multiples, or if below min_pixels scale up by
- * sqrt(min_pixels/(w*h)) with ceiling (min_pixels == max_pixels: scale to that area,
- * rounding). Defaults (0): min 384*384, max 560*560. */
-void sdc_qwen25vl_vision_resize_dims(int w, int h, int factor, int min_pixels, int max_pixels,
-                                     int *w_out, int *h_out);
+/* How min and max bound a reference image for the tower (sd.cpp's vlm_resize_mode). */
+typedef enum sdc_qwen25vl_resize {
+    SDC_QWEN25VL_RESIZE_NONE = 0,     /* sides rounded to multiples of factor only */
+    SDC_QWEN25VL_RESIZE_LONGEST_SIDE, /* min/max bound the longest side */
+    SDC_QWEN25VL_RESIZE_AREA,         /* min/max bound the area (Qwen-Image-Edit's) */
+} sdc_qwen25vl_resize;
+
+/* sd.cpp's size rule for Qwen-Image-Edit reference images: round w and h to multiples of
+ * factor (28); AREA: if the area exceeds max scale down by sqrt(w*h/max) flooring to
+ * multiples, or if below min scale up by sqrt(min/(w*h)) with ceiling (min == max: scale
+ * to that area, rounding); LONGEST_SIDE: the same with the longest side and max/side,
+ * min/side; NONE: the rounding only. Defaults (<= 0): min 384, max 560 (squared in AREA). */
+void sdc_qwen25vl_vision_resize_dims(int w, int h, int factor, int min, int max,
+                                     sdc_qwen25vl_resize mode, int *w_out, int *h_out);
 
 /* sd.cpp's clip_preprocess: rgb [h][w][3] floats in [0,1] scaled by the larger of tw/w and
  * th/h (nearest: source x = floor(x * w / rw), as sd.cpp's default interpolate), centre-cropped to

@@ -234,16 +234,38 @@ static int n_image_tokens(const sdc_qwen_dit_config *c, const sdc_qwen_dit_input
     return n;
 }
 
-static int *put_grid(int *ids, int frame, int gh, int gw, bool diffusers) {
-    /* centred: sd.cpp starts at -(n/2), diffusers at -(n - n/2) (they differ for odd n) */
-    int r0 = diffusers ? -(gh - gh / 2) : -(gh / 2), c0 = diffusers ? -(gw - gw / 2) : -(gw / 2);
+static int max_i(int a, int b) {
+    return a > b ? a : b;
+}
+
+static int *put_grid_at(int *ids, int frame, int gh, int gw, int r0, int c0) {
     for (int y = 0; y < gh; y++)
         for (int x = 0; x < gw; x++, ids += 3) ids[0] = frame, ids[1] = r0 + y, ids[2] = c0 + x;
     return ids;
 }
 
-static int max_i(int a, int b) {
-    return a > b ? a : b;
+static int *put_grid(int *ids, int frame, int gh, int gw, bool diffusers) {
+    /* centred: sd.cpp starts at -(n/2), diffusers at -(n - n/2) (they differ for odd n) */
+    int r0 = diffusers ? -(gh - gh / 2) : -(gh / 2), c0 = diffusers ? -(gw - gw / 2) : -(gw / 2);
+    return put_grid_at(ids, frame, gh, gw, r0, c0);
+}
+
+/* sd.cpp's FIXED reference positions: frame 1, each reference's grid from (h_off, w_off),
+ * placed below the ones before when that keeps the layout wider than tall, else right of
+ * them; offsets count latent cells (the reference's h and w), not patches. */
+static int *put_fixed_refs(int *q, const sdc_qwen_dit_input *in, int p) {
+    int cur_h = 0, cur_w = 0;
+    for (int j = 0; j < in->n_refs; j++) {
+        int h = in->refs[j].h, w = in->refs[j].w, h_off = 0, w_off = 0;
+        if (h + cur_h > w + cur_w)
+            w_off = cur_w;
+        else
+            h_off = cur_h;
+        q = put_grid_at(q, 1, tokens_of(h, p), tokens_of(w, p), h_off, w_off);
+        cur_h = max_i(cur_h, h + h_off);
+        cur_w = max_i(cur_w, w + w_off);
+    }
+    return q;
 }
 
 sdc_status sdc_qwen_dit_positions(const sdc_qwen_dit *m, const sdc_qwen_dit_input *in, int *ids,
@@ -270,6 +292,10 @@ sdc_status sdc_qwen_dit_positions(const sdc_qwen_dit *m, const sdc_qwen_dit_inpu
     for (int f = 0; f < in->frames; f++) {
         int frame = diff && c->layered && f == n_entries - 1 ? -1 : f;
         q = put_grid(q, frame, gh, gw, diff);
+    }
+    if (!diff && mode == SDC_QWEN_REF_FIXED) {
+        put_fixed_refs(q, in, p);
+        return SDC_OK;
     }
     for (int j = 0; j < in->n_refs; j++) {
         int frame;

@@ -60,11 +60,14 @@ const sdc_qwen_dit_config *sdc_qwen_dit_get_config(const sdc_qwen_dit *m);
 
 /* Reference frame index of reference latent j: Edit counts up from 1 (frame 1, 2, ...), Layered
  * down from -1 (as sd.cpp's RefIndexMode INCREASE / DECREASE). AUTO: DECREASE for a Layered model.
+ * FIXED (sd.cpp's positions only): every reference at frame 1, not centred, each placed
+ * right of or below the ones before (offsets in latent cells, as sd.cpp's gen_refs_ids).
  */
 typedef enum sdc_qwen_ref_index {
     SDC_QWEN_REF_AUTO = 0,
     SDC_QWEN_REF_INCREASE = 1,
     SDC_QWEN_REF_DECREASE = 2,
+    SDC_QWEN_REF_FIXED = 3,
 } sdc_qwen_ref_index;
 
 typedef struct sdc_qwen_dit_ref {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/backend.h"
+#include "pipeline/ref_image_args.h"
 #include "sampling/denoiser.h"
 #include "sampling/defaults.h"
 #include "sdc.h"
@@ -29,8 +30,10 @@ typedef struct sdc_cond {
     float *pooled; /* [n_pooled] pooled vector (SDXL, SD3, Flux), NULL if none (owned) */
     int n_pooled;
     int n_tokens; /* real tokens the text encoder read */
-    /* a view of the unconditional branch for the image-unconditional pass of models with
-     * an image input (diffusion.img_cfg): the model zeroes its image latent; never freed */
+    /* the image-unconditional pass: for models with an image input (diffusion.img_cfg) a
+     * view of the unconditional branch whose image latent the model zeroes (never freed);
+     * for diffusion.ref_img_cfg a cond of its own that the model runs without its
+     * reference latents */
     bool image_uncond;
     int n_dropped; /* tokens beyond what the model reads (warned about) */
 } sdc_cond;
@@ -47,6 +50,7 @@ typedef struct sdc_cond_args {
     /* the -r images as given (Qwen-Image-Edit shows them to its vision-language encoder) */
     const sdc_image *ref_images;
     int n_ref_images;
+    const sdc_ref_image_opts *ref_opts; /* --ref-image-args resolved; NULL: the model's own */
 } sdc_cond_args;
 
 typedef struct sdc_conditioner {
@@ -85,6 +89,11 @@ typedef struct sdc_diffusion {
     /* The model reads an image latent (inpainting, InstructPix2Pix): --img-cfg-scale adds
      * sd.cpp's image-unconditional pass (sdc_cond.image_uncond: that latent zeroed). */
     bool img_cfg;
+    /* Models that read -r images as reference latents and take --img-cfg-scale with them
+     * (Qwen-Image Edit / Layered, sd.cpp's ref-latent image CFG): the image-unconditional
+     * branch is the negative prompt encoded without the images and a forward without the
+     * reference latents (sdc_cond.image_uncond set on a cond of its own). */
+    bool ref_img_cfg;
     /* Models with a guidance input (LCM UNets' w embedding): --guidance for the next
      * generation, NAN when not given. NULL: the model has none (--guidance is refused). */
     sdc_status (*set_guidance)(void *self, float guidance);
@@ -95,10 +104,14 @@ typedef struct sdc_diffusion {
      * each is resized to the output's area with sides multiples of this, encoded by the
      * first stage (its mean) and handed over with set_refs before sampling. */
     int ref_size_multiple;
+    /* sd.cpp's reference-image preset of this model ("qwen", "qwen_layered"), which
+     * --ref-image-args starts from; NULL: the model takes no --ref-image-args. */
+    const char *ref_preset;
     /* This generation's frames and reference latents (refs[i]: [C][ref_h[i]][ref_w[i]],
-     * copied). Called once per generation when not NULL. */
+     * copied), opts the resolved --ref-image-args (NULL: no ref_preset). Called once per
+     * generation when not NULL. */
     sdc_status (*set_refs)(void *self, int frames, const float *const *refs, const int *ref_w,
-                           const int *ref_h, int n_refs);
+                           const int *ref_h, int n_refs, const sdc_ref_image_opts *opts);
     /* Raw model output for B latents x ([B][C][frames][h][w], C/h/w from the first
      * stage), at model timestep t, each with conds[b]. */
     sdc_status (*forward)(void *self, const sdc_stage_env *env, const float *x, int B, int width,

@@ -39,6 +39,7 @@ typedef struct qwen_family {
     int frames, n_refs;
     float **refs; /* [n_refs] each [16][ref_h][ref_w] */
     int *ref_w, *ref_h;
+    sdc_qwen_ref_index ref_index; /* --ref-image-args ref_index_mode (AUTO: the preset's) */
     /* this generation's vision tokens of the -r images (Edit), kept from the prompt to
      * the negative prompt, freed when conditioning ends */
     int n_vis;
@@ -88,15 +89,23 @@ static void family_free(void *state) {
 
 /* -r image i as sd-cli reads it (RGB, floats in [0, 1]; an API image's alpha is dropped,
  * grey is repeated), at the vision tower's size (sd.cpp's AREA rule: 384^2..560^2 pixels,
- * sides multiples of 28), through the tower: *tok malloc'd [*n][llm hidden]. */
-static sdc_status vision_tokens(qwen_family *f, const sdc_stage_env *env, const sdc_image *im,
-                                int i, float **tok, int *n) {
+ * sides multiples of 28, unless --ref-image-args says otherwise), through the tower: *tok
+ * malloc'd [*n][llm hidden]. */
+static sdc_status vision_tokens(qwen_family *f, const sdc_stage_env *env,
+                                const sdc_ref_image_opts *ro, const sdc_image *im, int i,
+                                float **tok, int *n) {
     if (!im->data || im->width == 0 || im->height == 0 || im->channels < 1 || im->channels > 4)
         return sdc_fail(SDC_ERR_INVALID_ARG, "reference image %d: no pixel data or %u channels", i,
                         im->channels);
     int w = (int)im->width, h = (int)im->height, C = (int)im->channels, tw, th;
     const sdc_qwen25vl_vision_config *vc = sdc_qwen25vl_vision_get_config(f->vision);
-    sdc_qwen25vl_vision_resize_dims(w, h, vc->patch * vc->merge, 0, 0, &tw, &th);
+    sdc_qwen25vl_resize mode =
+        !ro                                                  ? SDC_QWEN25VL_RESIZE_AREA
+        : ro->vlm_resize_mode == SDC_VLM_RESIZE_NONE         ? SDC_QWEN25VL_RESIZE_NONE
+        : ro->vlm_resize_mode == SDC_VLM_RESIZE_LONGEST_SIDE ? SDC_QWEN25VL_RESIZE_LONGEST_SIDE
+                                                             : SDC_QWEN25VL_RESIZE_AREA;
+    sdc_qwen25vl_vision_resize_dims(w, h, vc->patch * vc->merge, ro ? ro->vlm_min_size : 0,
+                                    ro ? ro->vlm_max_size : 0, mode, &tw, &th);
     SDC_LOGI("reference image %d: %dx%d for the vision tower", i, tw, th);
     *n = sdc_qwen25vl_vision_tokens(f->vision, tw, th);
     float *rgb = malloc((size_t)w * h * 3 * sizeof(float));
@@ -136,7 +145,7 @@ static sdc_status edit_encode(qwen_family *f, const sdc_stage_env *env, const sd
         }
         f->n_vis = a->n_ref_images;
         for (int i = 0; i < f->n_vis && s == SDC_OK; i++)
-            s = vision_tokens(f, env, &a->ref_images[i], i, &f->vis[i], &f->vis_n[i]);
+            s = vision_tokens(f, env, a->ref_opts, &a->ref_images[i], i, &f->vis[i], &f->vis_n[i]);
         if (s != SDC_OK) {
             clear_vision_tokens(f);
             return s;
@@ -154,7 +163,7 @@ static sdc_status cond_encode(void *self, const sdc_stage_env *env, const sdc_co
     float *ctx = NULL;
     int n = 0;
     sdc_status s =
-        f->vision && a->n_ref_images > 0
+        f->vision && a->n_ref_images > 0 && (!a->ref_opts || a->ref_opts->pass_to_vlm)
             ? edit_encode(f, env, a, &ctx, &n)
             : sdc_qwen_image_encode_prompt(f->llm, env->backend, f->tok, a->prompt ? a->prompt : "",
                                            &ctx, &n, env->eval_cb, env->eval_user);
@@ -172,11 +181,17 @@ static int latent_frames(void *self, const sdc_generate_params *p) {
 }
 
 static sdc_status set_refs(void *self, int frames, const float *const *refs, const int *ref_w,
-                           const int *ref_h, int n_refs) {
+                           const int *ref_h, int n_refs, const sdc_ref_image_opts *opts) {
     qwen_family *f = self;
     int C = sdc_qwen_dit_get_config(f->dit)->latent_channels;
     clear_refs(f);
     f->frames = frames;
+    /* Layered always counts down (sd.cpp forces it); Edit takes the option */
+    f->ref_index = !opts                                       ? SDC_QWEN_REF_AUTO
+                   : opts->ref_index == SDC_REF_INDEX_FIXED    ? SDC_QWEN_REF_FIXED
+                   : opts->ref_index == SDC_REF_INDEX_DECREASE ? SDC_QWEN_REF_DECREASE
+                                                               : SDC_QWEN_REF_INCREASE;
+    if (sdc_qwen_dit_get_config(f->dit)->layered) f->ref_index = SDC_QWEN_REF_DECREASE;
     if (n_refs <= 0) {
         if (sdc_qwen_dit_get_config(f->dit)->layered)
             SDC_LOGW("Qwen Image Layered without a reference image (-r): the layers are generated "
@@ -206,7 +221,8 @@ static sdc_status set_refs(void *self, int frames, const float *const *refs, con
 
 /* One DiT evaluation per batch item: cond and uncond have different text lengths (the
  * DiT's text stream is not padded, as in sd.cpp, which runs them apart too). Both read
- * the reference latents (Layered: frame -1; Edit: frames 1, 2, ...), as in sd.cpp. */
+ * the reference latents (Layered: frame -1; Edit: frames 1, 2, ...), as in sd.cpp; the
+ * image-unconditional branch of --img-cfg-scale does not. */
 static sdc_status dit_forward(void *self, const sdc_stage_env *env, const float *x, int B,
                               int width, int height, float timestep, const sdc_cond *const *conds,
                               float *out) {
@@ -215,15 +231,16 @@ static sdc_status dit_forward(void *self, const sdc_stage_env *env, const float 
     int w = width / 8, h = height / 8, frames = c->layered && f->frames > 0 ? f->frames : 1;
     size_t n = (size_t)c->latent_channels * frames * w * h;
     sdc_qwen_dit_ref refs[8];
-    int n_refs = f->n_refs;
-    if (n_refs > 8)
-        return sdc_fail(SDC_ERR_UNSUPPORTED, "qwen_image: %d reference images (at most 8)", n_refs);
-    for (int i = 0; i < n_refs; i++)
+    if (f->n_refs > 8)
+        return sdc_fail(SDC_ERR_UNSUPPORTED, "qwen_image: %d reference images (at most 8)",
+                        f->n_refs);
+    for (int i = 0; i < f->n_refs; i++)
         refs[i] = (sdc_qwen_dit_ref){.x = f->refs[i], .w = f->ref_w[i], .h = f->ref_h[i]};
     for (int b = 0; b < B; b++) {
         if (conds[b]->ctx_dim != c->txt_dim)
             return sdc_fail(SDC_ERR_INTERNAL, "qwen_image: conditioning width %d, DiT reads %d",
                             conds[b]->ctx_dim, c->txt_dim);
+        const int n_refs = conds[b]->image_uncond ? 0 : f->n_refs;
         sdc_qwen_dit_input in = {.x = x + b * n,
                                  .B = 1,
                                  .frames = frames,
@@ -234,8 +251,7 @@ static sdc_status dit_forward(void *self, const sdc_stage_env *env, const float 
                                  .n_ctx = conds[b]->n_ctx,
                                  .refs = n_refs ? refs : NULL,
                                  .n_refs = n_refs,
-                                 .ref_index =
-                                     c->layered ? SDC_QWEN_REF_DECREASE : SDC_QWEN_REF_INCREASE};
+                                 .ref_index = f->ref_index};
         sdc_status s = sdc_qwen_dit_forward(f->dit, env->backend, &in, out + b * n, env->eval_cb,
                                             env->eval_user);
         if (s != SDC_OK) return s;
@@ -387,6 +403,8 @@ sdc_status sdc_family_load_qwen_image(const sdc_family_load_args *a, sdc_family_
                                      .latent_frames = c->layered ? latent_frames : NULL,
                                      .ref_size_multiple = c->layered || f->vision ? 32 : 0,
                                      .set_refs = c->layered || f->vision ? set_refs : NULL,
+                                     .ref_img_cfg = c->layered || f->vision,
+                                     .ref_preset = c->layered ? "qwen_layered" : "qwen",
                                      .forward = dit_forward};
     out->first_stage = (sdc_first_stage){.self = f,
                                          .channels = vc->z_channels,

@@ -274,9 +274,9 @@ static sdc_status set_concat(void *self, const float *concat, int w, int h) {
 /* InstructPix2Pix: the first reference image's latent (-r, encoded by stage_refs as sd.cpp
  * does), resized to the output's latent by nearest neighbour as sd::ops::interpolate. */
 static sdc_status set_refs(void *self, int frames, const float *const *refs, const int *ref_w,
-                           const int *ref_h, int n_refs) {
+                           const int *ref_h, int n_refs, const sdc_ref_image_opts *opts) {
     sd_family *f = self;
-    (void)frames;
+    (void)frames, (void)opts;
     if (n_refs < 1)
         return sdc_fail(SDC_ERR_INVALID_ARG,
                         "%s InstructPix2Pix UNet: give the image to edit with -r/--ref-image "

@@ -99,6 +99,11 @@ static sdc_status check_sigmas(const sdc_generate_params *p) {
 
 /* Reference images and latent frames (Qwen-Image-Layered): what the model reads, and
  * the features that assume one frame per image. */
+/* --img-cfg-scale applies through the -r reference latents (diffusion.ref_img_cfg). */
+static bool ref_img_cfg(const sdc_context *ctx, const sdc_generate_params *p) {
+    return ctx->m.diffusion.ref_img_cfg && p->ref_images && p->n_ref_images > 0;
+}
+
 static sdc_status check_layers_refs(const sdc_context *ctx, const sdc_generate_params *p) {
     const sdc_diffusion *dm = &ctx->m.diffusion;
     const char *name =
@@ -165,17 +170,11 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
                         "--guidance: %s is not a guidance-distilled model (use --cfg-scale)",
                         sdc_model_family_name(ctx->family));
     if ((s = check_layers_refs(ctx, p)) != SDC_OK) return s;
-    bool qwen_refs = ctx->family == SDC_FAMILY_QWEN_IMAGE && p->ref_images && p->n_ref_images > 0;
-    if (qwen_refs && isfinite(p->img_cfg_scale) && p->img_cfg_scale != 1.0f)
+    if (isfinite(p->img_cfg_scale) && p->img_cfg_scale != p->cfg_scale &&
+        !ctx->m.diffusion.img_cfg && !ref_img_cfg(ctx, p))
         return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "--img-cfg-scale %g: 3-conditioning CFG (sd.cpp's image guidance with a "
-                        "reference-free branch) is not implemented for %s; leave it unset or 1",
-                        (double)p->img_cfg_scale, sdc_model_family_name(ctx->family));
-    if (!qwen_refs && isfinite(p->img_cfg_scale) && p->img_cfg_scale != p->cfg_scale &&
-        !ctx->m.diffusion.img_cfg)
-        return sdc_fail(SDC_ERR_UNSUPPORTED,
-                        "--img-cfg-scale: %s has no image conditioning (inpainting and "
-                        "InstructPix2Pix UNets do)",
+                        "--img-cfg-scale: %s has no image conditioning here (inpainting and "
+                        "InstructPix2Pix UNets have; Qwen-Image Edit and Layered with -r images)",
                         sdc_model_family_name(ctx->family));
     if (isfinite(p->img_cfg_scale) && !(p->img_cfg_scale >= 0.0f && p->img_cfg_scale < INFINITY))
         return sdc_fail(SDC_ERR_INVALID_ARG, "--img-cfg-scale must be finite and >= 0");
@@ -258,8 +257,11 @@ static sdc_status make_schedule(const schedule_req *r, float **sigmas, int *n_si
 /* Per-request state shared by the images of a batch. */
 typedef struct gen_state {
     sdc_cond cond, uncond;
-    sdc_cond img_uncond; /* a view of uncond (sdc_cond.image_uncond), not owned */
+    sdc_cond img_uncond; /* a view of uncond (sdc_cond.image_uncond), owned only when */
+    bool img_uncond_own; /* encoded apart (diffusion.ref_img_cfg) */
     sdc_cfg_params cfg;  /* resolved: img_cfg is 1 unless set for a model with image input */
+    sdc_ref_image_opts ref_opts; /* --ref-image-args resolved (has_ref_opts) */
+    bool has_ref_opts;
     bool need_uncond, need_img_uncond;
     sdc_denoiser den;
     float *sigmas;
@@ -274,6 +276,7 @@ typedef struct gen_state {
 static void gen_state_free(gen_state *g) {
     sdc_cond_free(&g->cond);
     sdc_cond_free(&g->uncond);
+    if (g->img_uncond_own) sdc_cond_free(&g->img_uncond);
     free(g->sigmas);
     free(g->x);
     free(g->noise);
@@ -304,6 +307,23 @@ static sdc_status encode_init(sdc_context *ctx, const sdc_generate_params *p, ge
     return SDC_OK;
 }
 
+/* --ref-image-args from the model's preset (diffusion.ref_preset); models without one
+ * take none (a given value is warned about and ignored). */
+static sdc_status resolve_ref_opts(const sdc_context *ctx, const sdc_generate_params *p,
+                                   gen_state *g) {
+    const char *preset = ctx->m.diffusion.ref_preset;
+    bool given = p->ref_image_args && *p->ref_image_args;
+    if (!preset) {
+        if (given)
+            SDC_LOGW("--ref-image-args: %s does not take reference-image arguments; ignored",
+                     sdc_model_family_name(ctx->family));
+        return SDC_OK;
+    }
+    sdc_status s = sdc_ref_image_opts_parse(p->ref_image_args, preset, &g->ref_opts);
+    g->has_ref_opts = s == SDC_OK;
+    return s;
+}
+
 static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_state *g,
                           uint64_t seed) {
     sdc_status s = sdc_rng_type_from_name(p->rng ? p->rng : "cuda", &g->rng_type);
@@ -327,7 +347,10 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
         g->shape.frames = dm->latent_frames(dm->self, p);
         g->shape.n *= g->shape.frames;
     }
-    if ((s = sdc_stage_set_refs(ctx, p, &g->shape)) != SDC_OK) return s;
+    if ((s = resolve_ref_opts(ctx, p, g)) != SDC_OK ||
+        (s = sdc_stage_set_refs(ctx, p, &g->shape, g->has_ref_opts ? &g->ref_opts : NULL)) !=
+            SDC_OK)
+        return s;
     if (dm->set_guidance && (s = dm->set_guidance(dm->self, p->guidance)) != SDC_OK) return s;
     size_t bytes = (size_t)g->shape.n * sizeof(float);
     g->x = malloc(bytes);
@@ -341,13 +364,20 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
     sdc_cfg_params_init(&g->cfg);
     g->cfg.txt_cfg = p->cfg_scale;
     g->cfg.img_cfg = p->img_cfg_scale;
-    sdc_cfg_resolve(&g->cfg, dm->img_cfg, &g->need_uncond, &g->need_img_uncond);
+    const bool ref_cfg = ref_img_cfg(ctx, p);
+    sdc_cfg_resolve(&g->cfg, dm->img_cfg || ref_cfg, &g->need_uncond, &g->need_img_uncond);
+    /* reference-latent models encode the image-unconditional branch apart (no images);
+     * image-input UNets read it as the unconditional branch with the image zeroed */
+    g->img_uncond_own = ref_cfg && g->need_img_uncond;
     double t0 = sdc_now_seconds();
-    if ((s = sdc_stage_condition(ctx, p, g->need_uncond || g->need_img_uncond, &g->cond,
-                                 &g->uncond)) != SDC_OK)
+    if ((s = sdc_stage_condition(ctx, p, g->has_ref_opts ? &g->ref_opts : NULL,
+                                 g->need_uncond || (g->need_img_uncond && !ref_cfg), &g->cond,
+                                 &g->uncond, g->img_uncond_own ? &g->img_uncond : NULL)) != SDC_OK)
         return s;
-    g->img_uncond = g->uncond;
-    g->img_uncond.image_uncond = true;
+    if (!g->img_uncond_own) {
+        g->img_uncond = g->uncond;
+        g->img_uncond.image_uncond = true;
+    }
     SDC_LOGI("text encoded in %.2fs (%d tokens)", sdc_now_seconds() - t0, g->cond.n_tokens);
     return SDC_OK;
 }

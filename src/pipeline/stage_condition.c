@@ -21,15 +21,24 @@ static sdc_status check_cond(const sdc_cond *c, const char *which) {
     return SDC_OK;
 }
 
-sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, bool need_uncond,
-                               sdc_cond *cond, sdc_cond *uncond) {
+/* The diffusion model's per-prompt work on one cond (none: nothing to do). */
+static sdc_status prepare_one(sdc_context *ctx, sdc_cond *c, const char *which) {
+    const sdc_diffusion *dm = &ctx->m.diffusion;
+    sdc_status s = dm->prepare_cond(dm->self, &ctx->env_diffusion, c);
+    return s == SDC_OK ? check_cond(c, which) : s;
+}
+
+sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p,
+                               const sdc_ref_image_opts *ref_opts, bool need_uncond, sdc_cond *cond,
+                               sdc_cond *uncond, sdc_cond *img_uncond) {
     const sdc_conditioner *c = &ctx->m.cond;
     sdc_cond_args a = {.prompt = p->prompt ? p->prompt : "",
                        .clip_skip = p->clip_skip,
                        .width = p->width,
                        .height = p->height,
                        .ref_images = p->ref_images,
-                       .n_ref_images = p->ref_images ? p->n_ref_images : 0};
+                       .n_ref_images = p->ref_images ? p->n_ref_images : 0,
+                       .ref_opts = ref_opts};
     sdc_status s = c->encode(c->self, &ctx->env_cond, &a, cond);
     if (s == SDC_OK && cond->n_dropped > 0)
         SDC_LOGW("the prompt is longer than the model reads: %d tokens dropped (kept %d)",
@@ -41,16 +50,27 @@ sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, b
         s = c->encode(c->self, &ctx->env_cond, &a, uncond);
         if (s == SDC_OK) s = check_cond(uncond, "unconditional branch");
     }
+    if (s == SDC_OK && img_uncond) { /* the same negative prompt, no images */
+        a.prompt = p->negative_prompt ? p->negative_prompt : "";
+        a.uncond = true;
+        a.ref_images = NULL;
+        a.n_ref_images = 0;
+        s = c->encode(c->self, &ctx->env_cond, &a, img_uncond);
+        img_uncond->image_uncond = true;
+        if (s == SDC_OK) s = check_cond(img_uncond, "image-unconditional branch");
+    }
     if (c->end_phase) c->end_phase(c->self);
     sdc_context_end_phase(ctx, SDC_MODULE_TE);
     /* per-prompt work of the diffusion model (on its device), once per prompt */
     const sdc_diffusion *dm = &ctx->m.diffusion;
     if (s == SDC_OK && dm->prepare_cond) {
-        s = dm->prepare_cond(dm->self, &ctx->env_diffusion, cond);
-        if (s == SDC_OK) s = check_cond(cond, "prompt (diffusion model's text stream)");
-        if (s == SDC_OK && need_uncond) s = dm->prepare_cond(dm->self, &ctx->env_diffusion, uncond);
+        s = prepare_one(ctx, cond, "prompt (diffusion model's text stream)");
         if (s == SDC_OK && need_uncond)
-            s = check_cond(uncond, "unconditional branch (diffusion model's text stream)");
+            s = prepare_one(ctx, uncond, "unconditional branch (diffusion model's text stream)");
+        if (s == SDC_OK && img_uncond)
+            s = prepare_one(ctx, img_uncond,
+                            "image-unconditional branch (diffusion model's text "
+                            "stream)");
     }
     return s;
 }

@@ -7,10 +7,14 @@
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 
-/* Conditioning: the prompt, and the unconditional branch when CFG needs it. Warns
- * about dropped tokens; a non-finite value in the text encoder's output is an error. */
-sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p, bool need_uncond,
-                               sdc_cond *cond, sdc_cond *uncond);
+/* Conditioning: the prompt, and the unconditional branch when CFG needs it; img_uncond
+ * (NULL: not wanted) the negative prompt without the -r images, for the image-
+ * unconditional branch of diffusion.ref_img_cfg models; ref_opts the resolved
+ * --ref-image-args (NULL: none). Warns about dropped tokens; a non-finite value in the
+ * text encoder's output is an error. */
+sdc_status sdc_stage_condition(sdc_context *ctx, const sdc_generate_params *p,
+                               const sdc_ref_image_opts *ref_opts, bool need_uncond, sdc_cond *cond,
+                               sdc_cond *uncond, sdc_cond *img_uncond);
 
 /* Latent geometry of a width x height image. */
 typedef struct sdc_latent_shape {
@@ -65,9 +69,11 @@ sdc_status sdc_stage_decode_frames(sdc_context *ctx, const float *latent,
                                    const sdc_latent_shape *shape, int width, int height,
                                    sdc_image *out);
 /* Reference images (-r) through the first stage, handed to the diffusion model with the
- * latent's frame count (diffusion.set_refs); nothing when the model has no set_refs. */
+ * latent's frame count (diffusion.set_refs); nothing when the model has no set_refs.
+ * opts: the resolved --ref-image-args (NULL: sd.cpp's defaults: resized to about the
+ * output's area, encoded, read by the model). */
 sdc_status sdc_stage_set_refs(sdc_context *ctx, const sdc_generate_params *p,
-                              const sdc_latent_shape *shape);
+                              const sdc_latent_shape *shape, const sdc_ref_image_opts *opts);
 
 /* A preview of an x0 prediction, the cheap way the first stage allows (pixel space:
  * the prediction itself; latent families: their preview projection). */

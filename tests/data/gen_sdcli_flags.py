@@ -119,7 +119,7 @@ STATUS = r"""
 --hires-upscaler | works | cli | string | Latent | gen.hires_upscaler | - | both | - | NAME | hires upscaler: Latent, Latent (nearest), Latent (nearest-exact), Latent (antialiased), Latent (bicubic), Latent (bicubic antialiased), Lanczos, Nearest, None, or a model name in --hires-upscalers-dir (default: Latent)
 --extra-sample-args | error | cli | list | eta_noise=1 | - | JOIN | both | - | LIST | extra sampler/scheduler arguments are not supported yet
 --extra-tiling-args | warning | cli | list | temporal_tile_frames=4 | - | JOIN | both | - | LIST | VAE tiling arguments are not supported yet; ignored
---ref-image-args | warning | cli | list | resize_before_vae=0 | - | JOIN | both | - | LIST | applies to reference images (-r), which are not supported yet; ignored
+--ref-image-args | lib | library | list | resize_before_vae=0 | gen.ref_image_args | JOIN | both | - | LIST | reference-image preset and overrides, e.g. "preset=qwen,ref_index_mode=fixed,vlm_size=448" (Qwen-Image Edit / Layered; sd.cpp's keys, docs/qwen_image.md; repeats are joined with ',')
 --height | works | cli | int | 64 | gen.height | HEIGHT | both | - | N | image height in pixels, a multiple of 8 (default: 512, or the -i image's)
 --width | works | cli | int | 64 | gen.width | WIDTH | both | - | N | image width in pixels, a multiple of 8 (default: 512, or the -i image's)
 --steps | works | cli | int | 2 | gen.steps | - | both | - | N | sampling steps (default: 20)
@@ -137,7 +137,7 @@ STATUS = r"""
 --hires-steps | works | cli | int | 10 | gen.hires_steps | - | both | 0 | N | second-pass steps of the hires fix, 0 to use --steps (default: 0)
 --hires-upscale-tile-size | works | cli | int | 256 | gen.hires_upscale_tile_size | - | both | 128 | N | tile size of a hires model upscaler (default: 128)
 --cfg-scale | works | cli | float | 6 | gen.cfg_scale | - | both | - | X | classifier-free guidance scale (default: 7.0)
---img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpainting and InstructPix2Pix UNets (unset: 1, as sd.cpp's code; docs/sd.md); refused by other models unless equal to --cfg-scale
+--img-cfg-scale | lib | library | float | 1.5 | gen.img_cfg_scale | - | cli | - | X | image guidance scale of inpainting and InstructPix2Pix UNets and of Qwen-Image Edit / Layered with -r images (unset: 1, as sd.cpp's code; docs/sd.md, docs/qwen_image.md); refused by other models unless equal to --cfg-scale
 --guidance | lib | library | float | 3.5 | gen.guidance | - | cli | - | X | distilled guidance of guidance-distilled models; LCM UNets with time_cond_proj: the w embedding of G - 1 (unset: left out, as sd.cpp); refused by other models
 --slg-scale | error | cli | float | 2.5 | - | - | both | 0 | X | skip-layer guidance is not supported yet
 --skip-layer-start | warning | cli | float | 0.05 | - | - | both | 0.01 | X | applies to skip-layer guidance (--slg-scale), which is not supported yet; ignored
@@ -162,7 +162,7 @@ STATUS = r"""
 --hires-scale | works | cli | float | 2 | gen.hires_scale | - | both | - | X | hires fix scale when no target width/height is set (default: 2)
 --hires-denoising-strength | works | cli | float | 0.7 | gen.hires_denoising_strength | - | both | - | X | hires fix second-pass strength, (0, 1] (default: 0.7)
 --increase-ref-index | warning | cli | none | - | - | - | both | - | - | applies to reference images (-r), which are not supported yet; ignored
---disable-auto-resize-ref-image | warning | cli | none | - | - | - | both | - | - | applies to reference images (-r), which are not supported yet; ignored
+--disable-auto-resize-ref-image | lib | library | none | - | no_auto_resize_ref | - | both | - | - | deprecated in sd-cli: adds resize_before_vae=0 to --ref-image-args (the -r images are encoded at their own size)
 --circular | error | cli | none | - | - | - | both | - | - | tileable (circular padding) output is not supported yet
 --circularx | error | cli | none | - | - | - | both | - | - | tileable (circular padding) output is not supported yet
 --circulary | error | cli | none | - | - | - | both | - | - | tileable (circular padding) output is not supported yet
@@ -410,7 +410,8 @@ LIB_EXPECT = {
     "--img-cfg-scale": "error", "--guidance": "error", "--flow-shift": "warning",
     "--vae-tiling": "warning", "--vae-tile-size": "warning", "--vae-relative-tile-size": "warning",
     "--vae-tile-overlap": "warning", "--taesd-preview-only": "warning",
-    "--qwen-image-layers": "ok", "--ref-image": "error",
+    "--qwen-image-layers": "ok", "--ref-image": "error", "--ref-image-args": "warning",
+    "--disable-auto-resize-ref-image": "warning",
 }
 
 if __name__ == "__main__":

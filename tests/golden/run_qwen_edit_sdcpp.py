@@ -49,6 +49,10 @@ def main():
                 "-o", png]
         if c.get("negative_prompt"):
             args += ["-n", c["negative_prompt"]]
+        if c.get("img_cfg") is not None:
+            args += ["--img-cfg-scale", str(c["img_cfg"])]
+        if c.get("ref_image_args"):
+            args += ["--ref-image-args", c["ref_image_args"]]
         for r in c["ref_images"]:
             args += ["-r", r]
         t0 = time.time()

@@ -83,11 +83,34 @@ static void resize_rule(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const int *c = cases[i];
         int w = 0, h = 0;
-        sdc_qwen25vl_vision_resize_dims(c[0], c[1], 28, c[2], c[3], &w, &h);
+        sdc_qwen25vl_vision_resize_dims(c[0], c[1], 28, c[2], c[3], SDC_QWEN25VL_RESIZE_AREA, &w,
+                                        &h);
         printf("  resize %4dx%-4d (min %d, max %d) -> %dx%d (expected %dx%d)\n", c[0], c[1], c[2],
                c[3], w, h, c[4], c[5]);
         CHECK(w == c[4] && h == c[5], "resize %dx%d: %dx%d, expected %dx%d", c[0], c[1], w, h, c[4],
               c[5]);
+    }
+}
+
+/* The same rule in sd.cpp's LONGEST_SIDE and NONE modes (--ref-image-args vlm_resize_mode),
+ * worked out in Python doubles from conditioner.hpp's resize_image_dims: {w, h, min, max,
+ * mode, expected w, expected h}; min and max bound the longest side (defaults 384, 560). */
+static void resize_rule_modes(void) {
+    static const int L = SDC_QWEN25VL_RESIZE_LONGEST_SIDE, N = SDC_QWEN25VL_RESIZE_NONE;
+    static const int cases[][7] = {
+        {1920, 1080, 0, 0, L, 560, 308},   {300, 200, 0, 0, L, 392, 280},
+        {240, 180, 0, 336, L, 392, 308},   {1000, 30, 0, 0, L, 560, 28},
+        {500, 400, 768, 768, L, 756, 616}, {240, 180, 100, 200, L, 196, 140},
+        {240, 180, 0, 0, N, 252, 168},     {1921, 1079, 0, 0, N, 1932, 1092}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int *c = cases[i];
+        int w = 0, h = 0;
+        sdc_qwen25vl_vision_resize_dims(c[0], c[1], 28, c[2], c[3], (sdc_qwen25vl_resize)c[4], &w,
+                                        &h);
+        printf("  resize %4dx%-4d (min %d, max %d, mode %d) -> %dx%d (expected %dx%d)\n", c[0],
+               c[1], c[2], c[3], c[4], w, h, c[5], c[6]);
+        CHECK(w == c[5] && h == c[6], "resize mode %d %dx%d: %dx%d, expected %dx%d", c[4], c[0],
+              c[1], w, h, c[5], c[6]);
     }
 }
 
@@ -207,6 +230,7 @@ static void edit_template(void) {
 
 int main(void) {
     resize_rule();
+    resize_rule_modes();
     preprocess();
     if (sdc_st_open(DATA("qwen25vl_vision_ref.safetensors"), &ref) != SDC_OK) {
         fprintf(stderr, "cannot open the reference: %s\n", sdc_last_error());

@@ -1,7 +1,9 @@
 /* Qwen-Image-Edit end to end through the public API against sd.cpp's own PNGs
  * (tests/data/qwen_edit: sd-cli 97d29908 on random-weight checkpoints; README there).
  * e1: Edit (2509-style: the plain DiT) with one 240x180 -r image; e2: Edit 2511 (the DiT with
- * __index_timestep_zero__, so zero_cond_t) with two -r images and a negative prompt. The
+ * __index_timestep_zero__, so zero_cond_t) with two -r images and a negative prompt; e3: e1's
+ * setup with --img-cfg-scale 1.6 (the reference-free third branch); e4: two -r images with
+ * --ref-image-args (fixed reference index, longest-side vision resize, a smaller VAE input). The
  * checkpoints are not stored: the test looks in $SDC_QWEN_IMAGE_DIR (default ../qwen_ckpt
  * beside the checkout) for make_qwen_image_random.py's DiT and VAE and make_qwen_edit_random.py's
  * LLM with vision tower and 2511 DiT, and is skipped without them. Every pixel and channel
@@ -70,8 +72,9 @@ static int run_case(const cJSON *run, const char *dir, const char *llm) {
     if (ok && s == SDC_OK && n == 1) {
         char png[1024];
         snprintf(png, sizeof png, "%s/png/%s.png", DATA, id);
-        printf("%s (%s, %d -r, %d steps, seed %lld, cfg %.1f): ", id, jstr(run, "variant"), n_refs,
-               p.steps, (long long)p.seed, (double)p.cfg_scale);
+        printf("%s (%s, %d -r, %d steps, seed %lld, cfg %.1f, img cfg %.1f, ref args '%s'): ", id,
+               jstr(run, "variant"), n_refs, p.steps, (long long)p.seed, (double)p.cfg_scale,
+               (double)p.img_cfg_scale, p.ref_image_args);
         compare(id, img, png, 3, 0);
     }
     sdc_free_images(img, n);

@@ -358,6 +358,20 @@ static void test_positions(tws *w, sdc_weight_source *ws) {
         CHECK(f1 == want1 && f2 == want2 && r2 == -2 && c2 == -2 && ids2[0] == 2,
               "two references, mode %d", mode);
     }
+    /* FIXED (--ref-image-args ref_index_mode=fixed), sd.cpp's gen_refs_ids worked by hand:
+     * every reference at frame 1, from its offset, not centred; ref 1 (h 6 > w 4) starts at
+     * (0, 0); then cur = (6, 4), and ref 2 (8 + 6 > 8 + 4) goes right of it: w_off 4 */
+    in.ref_index = SDC_QWEN_REF_FIXED;
+    CHECK(sdc_qwen_dit_positions(m, &in, ids2, N2) == SDC_OK, "positions, fixed");
+    int fbad = 0;
+    for (int i = 17; i < N2; i++) {
+        int k = i < 23 ? i - 17 : i - 23, cols = i < 23 ? 2 : 4, w_off = i < 23 ? 0 : 4;
+        int e[3] = {1, k / cols, w_off + k % cols};
+        for (int a = 0; a < 3; a++) fbad += ids2[3 * i + a] != e[a];
+    }
+    printf("  two references (fixed): first at (%d, %d, %d), second from (%d, %d, %d): %d wrong\n",
+           ids2[51], ids2[52], ids2[53], ids2[69], ids2[70], ids2[71], fbad);
+    CHECK(fbad == 0, "two references, fixed: %d wrong", fbad);
     CHECK(sdc_qwen_dit_positions(m, &in, ids2, N2 - 1) == SDC_ERR_INVALID_ARG, "wrong count");
     sdc_qwen_dit_free(m);
 }

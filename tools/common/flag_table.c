@@ -220,8 +220,10 @@ const sdc_cli_opt sdc_cli_opts[] = {
      NULL, "LIST", "extra sampler/scheduler arguments are not supported yet"},
     {NULL, "--extra-tiling-args", K_STR, O_JOIN, NONE, ST_WARN, P_CLI | P_SRV, G_GENERATION, NULL,
      NULL, "LIST", "VAE tiling arguments are not supported yet; ignored"},
-    {NULL, "--ref-image-args", K_STR, O_JOIN, NONE, ST_WARN, P_CLI | P_SRV, G_GENERATION, NULL,
-     NULL, "LIST", "applies to reference images (-r), which are not supported yet; ignored"},
+    {NULL, "--ref-image-args", K_STR, O_JOIN, T(gen.ref_image_args), ST_LIB, P_CLI | P_SRV,
+     G_GENERATION, NULL, NULL, "LIST",
+     "reference-image preset and overrides, e.g. \"preset=qwen,ref_index_mode=fixed,vlm_size=448\" "
+     "(Qwen-Image Edit / Layered; sd.cpp's keys, docs/qwen_image.md; repeats are joined with ',')"},
     {"-H", "--height", K_INT, O_HEIGHT, T(gen.height), ST_WORKS, P_CLI | P_SRV, G_GENERATION, NULL,
      NULL, "N", "image height in pixels, a multiple of 8 (default: 512, or the -i image's)"},
     {"-W", "--width", K_INT, O_WIDTH, T(gen.width), ST_WORKS, P_CLI | P_SRV, G_GENERATION, NULL,
@@ -263,8 +265,9 @@ const sdc_cli_opt sdc_cli_opts[] = {
      NULL, NULL, "X", "classifier-free guidance scale (default: 7.0)"},
     {NULL, "--img-cfg-scale", K_FLOAT, O_NONE, T(gen.img_cfg_scale), ST_LIB, P_CLI, G_GENERATION,
      NULL, NULL, "X",
-     "image guidance scale of inpainting and InstructPix2Pix UNets (unset: 1, as sd.cpp's code; "
-     "docs/sd.md); refused by other models unless equal to --cfg-scale"},
+     "image guidance scale of inpainting and InstructPix2Pix UNets and of Qwen-Image Edit / "
+     "Layered with -r images (unset: 1, as sd.cpp's code; docs/sd.md, docs/qwen_image.md); refused "
+     "by other models unless equal to --cfg-scale"},
     {NULL, "--guidance", K_FLOAT, O_NONE, T(gen.guidance), ST_LIB, P_CLI, G_GENERATION, NULL, NULL,
      "X",
      "distilled guidance of guidance-distilled models; LCM UNets with time_cond_proj: the w "
@@ -326,9 +329,10 @@ const sdc_cli_opt sdc_cli_opts[] = {
      "hires fix second-pass strength, (0, 1] (default: 0.7)"},
     {NULL, "--increase-ref-index", K_BOOL, O_NONE, NONE, ST_WARN, P_CLI | P_SRV, G_GENERATION, NULL,
      NULL, NULL, "applies to reference images (-r), which are not supported yet; ignored"},
-    {NULL, "--disable-auto-resize-ref-image", K_BOOL, O_NONE, NONE, ST_WARN, P_CLI | P_SRV,
-     G_GENERATION, NULL, NULL, NULL,
-     "applies to reference images (-r), which are not supported yet; ignored"},
+    {NULL, "--disable-auto-resize-ref-image", K_BOOL, O_NONE, T(no_auto_resize_ref), ST_LIB,
+     P_CLI | P_SRV, G_GENERATION, NULL, NULL, NULL,
+     "deprecated in sd-cli: adds resize_before_vae=0 to --ref-image-args (the -r images are "
+     "encoded at their own size)"},
     {NULL, "--circular", K_BOOL, O_NONE, NONE, ST_ERROR, P_CLI | P_SRV, G_GENERATION, NULL, NULL,
      NULL, "tileable (circular padding) output is not supported yet"},
     {NULL, "--circularx", K_BOOL, O_NONE, NONE, ST_ERROR, P_CLI | P_SRV, G_GENERATION, NULL, NULL,

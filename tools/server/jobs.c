@@ -242,6 +242,7 @@ static void params_from_request(const sdc_srv_jobs_config *cfg, const sdc_srv_re
     p->scheduler = r->scheduler[0] ? r->scheduler : NULL;
     if (cfg->rng) p->rng = cfg->rng;
     if (cfg->sampler_rng) p->sampler_rng = cfg->sampler_rng;
+    p->ref_image_args = cfg->ref_image_args;
     if (isfinite(r->eta)) p->eta = r->eta;
     p->batch_count = r->batch_count;
     p->qwen_image_layers = r->qwen_image_layers;

@@ -47,6 +47,7 @@ typedef struct sdc_srv_jobs_config {
     int n_models, current_model;
     const sdc_context_params *ctx_params;
     bool switch_diffusion_model; /* the files are --diffusion-model ones, not -m */
+    const char *ref_image_args;  /* --ref-image-args for every request (NULL: none) */
 } sdc_srv_jobs_config;
 
 typedef struct sdc_srv_jobs sdc_srv_jobs;

@@ -444,7 +444,8 @@ int main(int argc, char **argv) {
                               0,
                               0,
                               &cp,
-                              a.ctx.diffusion_model_path != NULL};
+                              a.ctx.diffusion_model_path != NULL,
+                              a.gen.ref_image_args};
     bool switchable = sf.model_dir && !sf.queue_url;
     if (switchable) jc.n_models = n_models; /* the queue owns ctx from here */
     jobs = sdc_srv_jobs_create(ctx, &jc, err, sizeof err);
