@@ -21,12 +21,13 @@ static void usage(FILE *f) {
             "       sdc-demo eval [-m PATH|demo] [--diffusion-model F --t5xxl F] [--n N]\n"
             "                     [--split heldback|train] [--steps N] [--cfg-scale X]\n"
             "                     [--sampling-method S] [-s SEED] [-t N] [-o DIR] [--ref DIR]\n"
-            "                     [--imat-out FILE] [-v]\n"
+            "                     [--sigmas S0,S1,...] [--imat-out FILE] [-v]\n"
             "score: DIR holds captions.txt (one caption a line) and 0000.png, 0001.png, ...;\n"
             "  --shuffle scores picture i against caption (97 i + 13) mod n (must score low).\n"
             "eval: generates --n prompts (default 120) spread over the split's scenes with the\n"
             "  demo model's settings (seed s+i for prompt i), writes DIR/NNNN.png + captions.txt\n"
-            "  when -o is given, and the PSNR against --ref DIR (same names) when given.\n");
+            "  when -o is given, and the PSNR against --ref DIR (same names) when given;\n"
+            "  --sigmas replaces the schedule (and sets the steps), as sd-cli's.\n");
 }
 
 static void report(const char *what, const demo_tally *t) {
@@ -142,6 +143,22 @@ static int parse_eval(int argc, char **argv, eval_opts *o) {
             o->ref_dir = v;
         else if (!strcmp(a, "--imat-out"))
             o->imat_out = v;
+        else if (!strcmp(a, "--sigmas")) { /* as sd-cli: a custom schedule sets the steps */
+            static float sig[256];
+            int k = 0;
+            for (char *s = (char *)v, *e; *s && k < 256; s = *e ? e + 1 : e, k++) {
+                sig[k] = strtof(s, &e);
+                if (e == s || (*e && *e != ',')) {
+                    fprintf(stderr, "sdc-demo: --sigmas: bad list '%s'\n", v);
+                    return 1;
+                }
+            }
+            if (k < 2) {
+                fprintf(stderr, "sdc-demo: --sigmas needs at least 2 values\n");
+                return 1;
+            }
+            o->gp.sigmas = sig, o->gp.n_sigmas = k, o->gp.steps = k - 1, o->steps_set = true;
+        }
         else {
             fprintf(stderr, "sdc-demo: unknown option '%s'\n", a);
             usage(stderr);
