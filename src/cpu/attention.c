@@ -114,20 +114,17 @@ static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a
     }
 }
 
-/* A block kernel and the base of its exponentials (base2: scores come times log2 e) */
+/* A block kernel */
 typedef struct attn_kernel {
     void (*fn)(const sdc_attn_block *);
-    bool base2;
 } attn_kernel;
 
 /* One unit: query block qb of head h (batch b) against a packed key/value head. */
 static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layout *L,
-                      const attn_kernel *kernel, int64_t b, int64_t h, int64_t qb,
-                      const float *kt, const float *vf, float *w) {
+                      const attn_kernel *kernel, int64_t b, int64_t h, int64_t qb, const float *kt,
+                      const float *vf, float *w) {
     const sdc_tensor *q = dst->src[0], *mask = dst->src[3];
-    /* base-2 kernels take scores times log2 e: 2^(x log2 e) = e^x */
-    const float unit = kernel->base2 ? 1.44269504088896341f : 1.0f;
-    const float scale = dst->params.f[0] * unit;
+    const float scale = dst->params.f[0];
     const int64_t q0 = qb * SDC_ATTN_BQ;
     const int64_t nq = a->lq - q0 < SDC_ATTN_BQ ? a->lq - q0 : SDC_ATTN_BQ;
     const int64_t nqp = round_up(nq, 6);
@@ -157,10 +154,9 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
                 const char *mr = sdc_row_ptr(mask, q0 + i, h % mask->ne[2], b % mask->ne[3]);
                 if (mask->type == SDC_TYPE_F32 && mask->nb[0] == sizeof(float)) {
                     const float *mf32 = (const float *)mr;
-                    for (; j < a->lk; j++) mo[j] = mf32[j] * unit;
+                    for (; j < a->lk; j++) mo[j] = mf32[j];
                 } else {
-                    for (; j < a->lk; j++)
-                        mo[j] = sdc_load_elem(mask->type, mr + j * mask->nb[0]) * unit;
+                    for (; j < a->lk; j++) mo[j] = sdc_load_elem(mask->type, mr + j * mask->nb[0]);
                 }
             } else {
                 for (; j < a->lk; j++) mo[j] = 0.0f;
@@ -203,12 +199,12 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     uintptr_t tb = (uintptr_t)base + shared_bytes(&a) + (size_t)p->ith * (L.total * 4 + 64);
     float *w = (float *)((tb + 63) & ~(uintptr_t)63);
 
-    attn_kernel kernel = {sdc_attn_block_scalar, false};
+    attn_kernel kernel = {sdc_attn_block_scalar};
 #if defined(SDC_HAVE_X86)
-    if (sdc_cpu_isa() >= SDC_ISA_AVX2) kernel = (attn_kernel){sdc_attn_block_avx2, true};
+    if (sdc_cpu_isa() >= SDC_ISA_AVX2) kernel = (attn_kernel){sdc_attn_block_avx2};
 #endif
 #if defined(__aarch64__)
-    if (sdc_cpu_isa() == SDC_ISA_NEON) kernel = (attn_kernel){sdc_attn_block_neon, false};
+    if (sdc_cpu_isa() == SDC_ISA_NEON) kernel = (attn_kernel){sdc_attn_block_neon};
 #endif
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;

@@ -14,10 +14,10 @@ typedef struct sdc_attn_block {
     int64_t d, dv;     /* head dims of q/k and of v */
     int64_t dvp;       /* dv padded to a multiple of 16 (row stride of v and o) */
     int64_t lk, lkp;   /* keys, and keys padded to a multiple of 16 (row stride of mask) */
-    const float *q;    /* [nq][d], already multiplied by the scale (and log2 e: base-2 kernels) */
+    const float *q;    /* [nq][d], already multiplied by the scale */
     const float *kt;   /* keys transposed, zero padded: see sdc_attn_kt_index */
     const float *v;    /* values, zero padded: see sdc_attn_v_index */
-    const float *mask; /* [nq][lkp] additive (times log2 e: base-2 kernels), or NULL */
+    const float *mask; /* [nq][lkp] additive, or NULL */
     float *s;          /* scratch [nq][SDC_ATTN_BK] */
     float *o;          /* out [nq][dvp]: softmax(q kt + mask) v; fully masked rows give 0 */
     float *m, *l;      /* scratch [nq]: running max and sum */
