@@ -114,15 +114,10 @@ static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a
     }
 }
 
-/* A block kernel */
-typedef struct attn_kernel {
-    void (*fn)(const sdc_attn_block *);
-} attn_kernel;
-
 /* One unit: query block qb of head h (batch b) against a packed key/value head. */
 static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layout *L,
-                      const attn_kernel *kernel, int64_t b, int64_t h, int64_t qb, const float *kt,
-                      const float *vf, float *w) {
+                      void (*block_fn)(const sdc_attn_block *), int64_t b, int64_t h, int64_t qb,
+                      const float *kt, const float *vf, float *w) {
     const sdc_tensor *q = dst->src[0], *mask = dst->src[3];
     const float scale = dst->params.f[0];
     const int64_t q0 = qb * SDC_ATTN_BQ;
@@ -136,13 +131,8 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
             continue;
         }
         const char *qr = sdc_row_ptr(q, q0 + i, h, b);
-        if (q->type == SDC_TYPE_F32 && q->nb[0] == sizeof(float)) {
-            const float *qf32 = (const float *)qr;
-            for (int64_t d = 0; d < a->d; d++) qo[d] = qf32[d] * scale;
-        } else {
-            for (int64_t d = 0; d < a->d; d++)
-                qo[d] = sdc_load_elem(q->type, qr + d * q->nb[0]) * scale;
-        }
+        for (int64_t d = 0; d < a->d; d++)
+            qo[d] = sdc_load_elem(q->type, qr + d * q->nb[0]) * scale;
     }
     float *mf = NULL;
     if (mask) {
@@ -153,8 +143,8 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
             if (i < nq) {
                 const char *mr = sdc_row_ptr(mask, q0 + i, h % mask->ne[2], b % mask->ne[3]);
                 if (mask->type == SDC_TYPE_F32 && mask->nb[0] == sizeof(float)) {
-                    const float *mf32 = (const float *)mr;
-                    for (; j < a->lk; j++) mo[j] = mf32[j];
+                    memcpy(mo, mr, sizeof(float) * (size_t)a->lk);
+                    j = a->lk;
                 } else {
                     for (; j < a->lk; j++) mo[j] = sdc_load_elem(mask->type, mr + j * mask->nb[0]);
                 }
@@ -180,7 +170,7 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
         .m = w + L->m,
         .l = w + L->l,
     };
-    kernel->fn(&blk);
+    block_fn(&blk);
     for (int64_t i = 0; i < nq; i++)
         memcpy(sdc_row_ptr(dst, h, q0 + i, b), blk.o + i * a->dvp, sizeof(float) * (size_t)a->dv);
 }
@@ -199,12 +189,12 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     uintptr_t tb = (uintptr_t)base + shared_bytes(&a) + (size_t)p->ith * (L.total * 4 + 64);
     float *w = (float *)((tb + 63) & ~(uintptr_t)63);
 
-    attn_kernel kernel = {sdc_attn_block_scalar};
+    void (*block_fn)(const sdc_attn_block *) = sdc_attn_block_scalar;
 #if defined(SDC_HAVE_X86)
-    if (sdc_cpu_isa() >= SDC_ISA_AVX2) kernel = (attn_kernel){sdc_attn_block_avx2};
+    if (sdc_cpu_isa() >= SDC_ISA_AVX2) block_fn = sdc_attn_block_avx2;
 #endif
 #if defined(__aarch64__)
-    if (sdc_cpu_isa() == SDC_ISA_NEON) kernel = (attn_kernel){sdc_attn_block_neon};
+    if (sdc_cpu_isa() == SDC_ISA_NEON) block_fn = sdc_attn_block_neon;
 #endif
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;
@@ -230,7 +220,7 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
             const int64_t hh = u / (rep * a.nqb), r = u % (rep * a.nqb);
             const int64_t kv = kv0 + hh, b = kv / a.hk, h = kv % a.hk * rep + r / a.nqb;
             const float *kt = kvp + hh * head_floats;
-            attn_unit(dst, &a, &L, &kernel, b, h, r % a.nqb, kt, kt + a.kt_floats, w);
+            attn_unit(dst, &a, &L, block_fn, b, h, r % a.nqb, kt, kt + a.kt_floats, w);
         }
     }
 }

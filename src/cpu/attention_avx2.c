@@ -57,97 +57,51 @@ static void gemm_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda
             micro_6x16(k, A + i * lda, lda, B + j / 16 * pstride, 16, C + i * ldc + j, ldc, acc);
 }
 
-/* One 6x16 tile of scores, S[6][16] = Q[6][d] Kt[d][16] (Q rows d apart, Kt a [d][16]
- * panel), finished in registers: mask added, dead lanes (keys at or past the last real
- * one) set to -inf, stored, and each row's running maximum (8 lanes) updated. */
-static inline void scores_6x16(int64_t d, const float *Q, const float *Kt, float *S,
-                               const float *mask, int64_t ldm, __m256 dead0, __m256 dead1,
-                               __m256 *rmax) {
-    __m256 c[6][2];
-#pragma GCC unroll 6
-    for (int r = 0; r < 6; r++) c[r][0] = c[r][1] = _mm256_setzero_ps();
-    for (int64_t p = 0; p < d; p++) {
-        const __m256 b0 = _mm256_loadu_ps(Kt + p * 16), b1 = _mm256_loadu_ps(Kt + p * 16 + 8);
-#pragma GCC unroll 6
-        for (int r = 0; r < 6; r++) {
-            const __m256 a = _mm256_broadcast_ss(Q + r * d + p);
-            c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
-            c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+static float softmax_update_avx2(float *s, int64_t nk, int64_t valid, const float *mrow, float *m,
+                                 float *l) {
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    if (mrow) { /* the driver pads mask rows with -inf past the last key */
+        for (int64_t j = 0; j < nk; j += 8) {
+            __m256 x = _mm256_add_ps(_mm256_loadu_ps(s + j), _mm256_loadu_ps(mrow + j));
+            _mm256_storeu_ps(s + j, x);
+            vmax = _mm256_max_ps(vmax, x);
         }
+    } else {
+        for (int64_t j = valid; j < nk; j++) s[j] = -INFINITY;
+        for (int64_t j = 0; j < nk; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
     }
-    const __m256 ninf = _mm256_set1_ps(-INFINITY);
-#pragma GCC unroll 6
-    for (int r = 0; r < 6; r++) {
-        __m256 x0 = c[r][0], x1 = c[r][1];
-        if (mask) {
-            x0 = _mm256_add_ps(x0, _mm256_loadu_ps(mask + r * ldm));
-            x1 = _mm256_add_ps(x1, _mm256_loadu_ps(mask + r * ldm + 8));
-        }
-        x0 = _mm256_blendv_ps(x0, ninf, dead0);
-        x1 = _mm256_blendv_ps(x1, ninf, dead1);
-        _mm256_storeu_ps(S + r * SDC_ATTN_BK, x0), _mm256_storeu_ps(S + r * SDC_ATTN_BK + 8, x1);
-        rmax[r] = _mm256_max_ps(rmax[r], _mm256_max_ps(x0, x1));
-    }
-}
-
-/* Scores of key block kb: s[i][j] = q[i] . k[kb + j] (+ mask), keys at or past `valid`
- * set to -inf, each row's maximum kept as it is stored (rmax[i]), so the softmax needs
- * no pass to find it. */
-static void scores_tile(const sdc_attn_block *b, int64_t kb, int64_t nk, int64_t valid,
-                        __m256 *rmax) {
-    for (int64_t i = 0; i < b->nq; i++) rmax[i] = _mm256_set1_ps(-INFINITY);
-    const float *kt = b->kt + kb * b->d;
-    for (int64_t j = 0; j < nk; j += 16) {
-        __m256 dead0 = _mm256_setzero_ps(), dead1 = _mm256_setzero_ps();
-        if (j + 16 > valid) { /* only in the last block */
-            const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-            const __m256 lim = _mm256_set1_ps((float)(valid - j));
-            dead0 = _mm256_cmp_ps(lane, lim, _CMP_GE_OQ);
-            dead1 = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(8.0f)), lim, _CMP_GE_OQ);
-        }
-        for (int64_t i = 0; i < b->nq; i += 6)
-            scores_6x16(b->d, b->q + i * b->d, kt + j / 16 * b->d * 16, b->s + i * SDC_ATTN_BK + j,
-                        b->mask ? b->mask + i * b->lkp + kb + j : NULL, b->lkp, dead0, dead1,
-                        rmax + i);
-    }
-}
-
-/* Row i of the score tile to probabilities against the running max; returns the factor
- * that rescales the old output. The exp is sdc_exp256 (relative error ~2e-7): a base-2
- * fit with q pre-scaled by log2 e ran 9% faster but moved the SD inpainting goldens
- * (test_sd_inpaint_sdcpp) past 3/255 of sd.cpp's pictures. */
-static float softmax_row(float *s, int64_t nk, __m256 rmax, float *m, float *l) {
-    const float mx = sdc_hmax256(rmax), mnew = mx > *m ? mx : *m;
-    if (mnew == -INFINITY) { /* nothing visible yet */
+    const float mx = sdc_hmax256(vmax), mnew = mx > *m ? mx : *m;
+    if (mnew == -INFINITY) {
         memset(s, 0, sizeof(float) * (size_t)nk);
         return 1.0f;
     }
     const __m256 vm = _mm256_set1_ps(mnew);
-    __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
-    for (int64_t j = 0; j < nk; j += 16) {
-        const __m256 e0 = sdc_exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
-        const __m256 e1 = sdc_exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), vm));
-        _mm256_storeu_ps(s + j, e0), _mm256_storeu_ps(s + j + 8, e1);
-        sum0 = _mm256_add_ps(sum0, e0), sum1 = _mm256_add_ps(sum1, e1);
+    __m256 vsum = _mm256_setzero_ps();
+    for (int64_t j = 0; j < nk; j += 8) {
+        __m256 e = sdc_exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+        _mm256_storeu_ps(s + j, e);
+        vsum = _mm256_add_ps(vsum, e);
     }
-    /* a first -inf running max gives 2^-125 here, times an output of zeros */
+    /* the vector exp also maps a first -inf running max to 0; libm expf is slower */
     const float c = _mm256_cvtss_f32(sdc_exp256(_mm256_set1_ps(*m - mnew)));
-    *l = *l * c + sdc_hsum256(_mm256_add_ps(sum0, sum1));
+    *l = *l * c + sdc_hsum256(vsum);
     *m = mnew;
     return c;
 }
 
 void sdc_attn_block_avx2(const sdc_attn_block *b) {
-    __m256 rmax[SDC_ATTN_BQ];
     for (int64_t i = 0; i < b->nq; i++) {
         b->m[i] = -INFINITY, b->l[i] = 0;
         memset(b->o + i * b->dvp, 0, sizeof(float) * (size_t)b->dvp);
     }
     for (int64_t kb = 0; kb < b->lk; kb += SDC_ATTN_BK) {
         const int64_t nk = b->lkp - kb < SDC_ATTN_BK ? b->lkp - kb : SDC_ATTN_BK;
-        scores_tile(b, kb, nk, b->lk - kb, rmax);
+        gemm_nn(b->nq, nk, b->d, b->q, b->d, b->kt + kb * b->d, b->d * 16, b->s, SDC_ATTN_BK,
+                false);
         for (int64_t i = 0; i < b->nq; i++) {
-            const float c = softmax_row(b->s + i * SDC_ATTN_BK, nk, rmax[i], &b->m[i], &b->l[i]);
+            const float c =
+                softmax_update_avx2(b->s + i * SDC_ATTN_BK, nk, b->lk - kb,
+                                    b->mask ? b->mask + i * b->lkp + kb : NULL, &b->m[i], &b->l[i]);
             if (c != 1.0f) {
                 const __m256 vc = _mm256_set1_ps(c);
                 float *o = b->o + i * b->dvp;
