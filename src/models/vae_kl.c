@@ -401,7 +401,10 @@ static void make_phases(loader *ld, const conv *cv, sdc_tensor **out) {
                 sdc_tensor_set_contiguous_strides(&t);
                 t.data = k2;
                 t.flags = SDC_TENSOR_PARAM;
-                snprintf(t.name, sizeof t.name, "%.100s#phase%d%d", w->name, dy, dx);
+                /* the phase suffix always fits: the weight's name is cut first */
+                if (snprintf(t.name, sizeof t.name, "%.*s#phase%d%d", (int)sizeof t.name - 10,
+                             w->name, dy, dx) >= (int)sizeof t.name)
+                    t.name[sizeof t.name - 1] = '\0';
                 out[2 * dy + dx] = own(ld, &t, SDC_TYPE_F32, NULL);
             }
     }
