@@ -379,35 +379,38 @@ static int imax(int a, int b) {
     return a > b ? a : b;
 }
 
+/* sides h and w times beta (AREA's shrink divides by its inverse, as sd.cpp), rounded to
+ * multiples of factor by rnd (round, floor or ceil), at least factor unless ceil */
+static void scaled(int w, int h, double beta, bool divide, double (*rnd)(double), int factor,
+                   int *wb, int *hb) {
+    double f = factor, sw = divide ? w / beta : w * beta, sh = divide ? h / beta : h * beta;
+    *wb = (int)rnd(sw / f) * factor;
+    *hb = (int)rnd(sh / f) * factor;
+    if (rnd != ceil) *wb = imax(factor, *wb), *hb = imax(factor, *hb);
+}
+
 void sdc_qwen25vl_vision_resize_dims(int w, int h, int factor, int min, int max,
                                      sdc_qwen25vl_resize mode, int *w_out, int *h_out) {
     const bool area = mode == SDC_QWEN25VL_RESIZE_AREA;
     if (factor <= 0) factor = 28;
     if (min <= 0) min = area ? 384 * 384 : 384;
     if (max <= 0) max = area ? 560 * 560 : 560;
-    double f = factor, hw = (double)h * w;
+    double f = factor, hw = (double)h * w, side = w > h ? w : h;
     int hb = (int)(round(h / f) * f), wb = (int)(round(w / f) * f);
-    /* the measure min and max bound, and the scale that brings it to x */
-    double size = area ? (double)hb * wb : (double)(w > h ? w : h);
-    double full = area ? hw : (double)(w > h ? w : h);
-#define SCALE_TO(x) (area ? sqrt((x) / full) : (x) / full)
+    /* AREA bounds the rounded area, LONGEST_SIDE the longest side as given */
+    double size = area ? (double)hb * wb : side;
     if (mode == SDC_QWEN25VL_RESIZE_NONE) {
         /* rounded only */
     } else if (min == max) { /* a fixed size */
-        double beta = SCALE_TO((double)min);
-        hb = imax(factor, (int)round(h * beta / f) * factor);
-        wb = imax(factor, (int)round(w * beta / f) * factor);
-    } else if (size > max) { /* AREA divides by the inverse scale, as sd.cpp */
-        double beta = area ? sqrt(hw / max) : 1.0 / SCALE_TO((double)max);
-        double bl = area ? 1.0 : SCALE_TO((double)max);
-        hb = imax(factor, (int)floor((area ? h / beta : h * bl) / f) * factor);
-        wb = imax(factor, (int)floor((area ? w / beta : w * bl) / f) * factor);
+        scaled(w, h, area ? sqrt(min / hw) : min / side, false, round, factor, &wb, &hb);
+    } else if (size > max) {
+        if (area)
+            scaled(w, h, sqrt(hw / max), true, floor, factor, &wb, &hb);
+        else
+            scaled(w, h, max / side, false, floor, factor, &wb, &hb);
     } else if (size < min) {
-        double beta = SCALE_TO((double)min);
-        hb = (int)ceil(h * beta / f) * factor;
-        wb = (int)ceil(w * beta / f) * factor;
+        scaled(w, h, area ? sqrt(min / hw) : min / side, false, ceil, factor, &wb, &hb);
     }
-#undef SCALE_TO
     *w_out = wb;
     *h_out = hb;
 }

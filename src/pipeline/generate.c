@@ -97,13 +97,13 @@ static sdc_status check_sigmas(const sdc_generate_params *p) {
     return SDC_OK;
 }
 
-/* Reference images and latent frames (Qwen-Image-Layered): what the model reads, and
- * the features that assume one frame per image. */
 /* --img-cfg-scale applies through the -r reference latents (diffusion.ref_img_cfg). */
 static bool ref_img_cfg(const sdc_context *ctx, const sdc_generate_params *p) {
     return ctx->m.diffusion.ref_img_cfg && p->ref_images && p->n_ref_images > 0;
 }
 
+/* Reference images and latent frames (Qwen-Image-Layered): what the model reads, and
+ * the features that assume one frame per image. */
 static sdc_status check_layers_refs(const sdc_context *ctx, const sdc_generate_params *p) {
     const sdc_diffusion *dm = &ctx->m.diffusion;
     const char *name =

@@ -4,6 +4,7 @@
  * Both print the per-attribute accuracy; eval also the PSNR against --ref DIR's pictures. */
 #include "score.h"
 
+#include "sampling/schedulers.h"
 #include "sdc.h"
 
 #include <errno.h>
@@ -146,20 +147,12 @@ static int parse_eval(int argc, char **argv, eval_opts *o) {
         else if (!strcmp(a, "--sigmas")) { /* as sd-cli: a custom schedule sets the steps */
             static float sig[256];
             int k = 0;
-            for (char *s = (char *)v, *e; *s && k < 256; s = *e ? e + 1 : e, k++) {
-                sig[k] = strtof(s, &e);
-                if (e == s || (*e && *e != ',')) {
-                    fprintf(stderr, "sdc-demo: --sigmas: bad list '%s'\n", v);
-                    return 1;
-                }
-            }
-            if (k < 2) {
-                fprintf(stderr, "sdc-demo: --sigmas needs at least 2 values\n");
+            if (sdc_parse_sigmas(v, sig, 256, &k) != SDC_OK) { /* also refuses < 2 values */
+                fprintf(stderr, "sdc-demo: --%s\n", sdc_last_error());
                 return 1;
             }
             o->gp.sigmas = sig, o->gp.n_sigmas = k, o->gp.steps = k - 1, o->steps_set = true;
-        }
-        else {
+        } else {
             fprintf(stderr, "sdc-demo: unknown option '%s'\n", a);
             usage(stderr);
             return 1;
