@@ -214,6 +214,8 @@ typedef struct sdc_generate_params {
     int clip_skip;        /* --clip-skip, <= 0: the family's default */
     float guidance;       /* --guidance: guidance-distilled models, LCM w embedding; NAN = unset */
     float img_cfg_scale;  /* --img-cfg-scale (inpaint/pix2pix UNets), NAN = unset: 1 as sd.cpp */
+    float flow_shift;     /* this request's flow shift (sd.cpp's sample_params.flow_shift; the
+                           * server's per-request field); NAN = the context's --flow-shift */
     /* hires fix (--hires, sd-cli's): a first pass at width x height, an upscale, then a
      * second img2img-like pass at the hires size; the images come out at the hires size.
      * Every image's RNGs are re-seeded with its seed for the second pass, as sd.cpp does. */

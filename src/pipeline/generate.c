@@ -35,6 +35,7 @@ void sdc_generate_params_init(sdc_generate_params *p) {
     p->strength = 0.75f;
     p->guidance = NAN;
     p->img_cfg_scale = NAN;
+    p->flow_shift = NAN;
     p->hires_scale = 2.0f;
     p->hires_denoising_strength = 0.7f;
     p->hires_upscale_tile_size = 128;
@@ -181,18 +182,19 @@ static sdc_status check_request(const sdc_context *ctx, const sdc_generate_param
     return SDC_OK;
 }
 
-/* The denoiser of this request. */
-static sdc_status make_denoiser(sdc_context *ctx, sdc_denoiser *den) {
+/* The denoiser of this request (its flow shift, else the context's). */
+static sdc_status make_denoiser(sdc_context *ctx, const sdc_generate_params *p, sdc_denoiser *den) {
     const sdc_diffusion *dm = &ctx->m.diffusion;
     sdc_status s = sdc_denoiser_init(den, dm->prediction);
     if (s == SDC_OK && dm->alphas_cumprod)
         s = sdc_denoiser_set_alphas_cumprod(den, dm->alphas_cumprod, dm->n_alphas);
-    if (s == SDC_OK && isfinite(ctx->flow_shift)) {
+    float shift = isnan(p->flow_shift) ? ctx->flow_shift : p->flow_shift;
+    if (s == SDC_OK && !isnan(shift)) {
         if (!sdc_denoiser_is_flow(den))
             SDC_LOGW("--flow-shift does not apply to %s; ignored",
                      sdc_model_family_name(ctx->family));
         else
-            s = sdc_denoiser_set_flow_shift(den, ctx->flow_shift);
+            s = sdc_denoiser_set_flow_shift(den, shift);
     }
     return s;
 }
@@ -337,7 +339,7 @@ static sdc_status prepare(sdc_context *ctx, const sdc_generate_params *p, gen_st
         (s = sdc_sample_method_from_name(p->sampling_method, &g->method)) != SDC_OK)
         return s;
     schedule_req req = {ctx, p, g->method, &g->den};
-    if ((s = make_denoiser(ctx, &g->den)) != SDC_OK ||
+    if ((s = make_denoiser(ctx, p, &g->den)) != SDC_OK ||
         (s = make_schedule(&req, &g->sigmas, &g->n_sigmas)) != SDC_OK ||
         (s = sdc_hires_plan_create(ctx, p, full_schedule, &req, &g->hires)) != SDC_OK)
         return s;

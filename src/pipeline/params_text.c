@@ -132,7 +132,7 @@ char *sdc_generation_parameters_text(const sdc_context *ctx, const sdc_generate_
         int type = sdc_context_weight_type(ctx);
         for (int i = 0; type >= 0 && i < sdc_weight_type_count(); i++)
             if (sdc_weight_type_id(i) == type) m.weight_type = sdc_weight_type_name(i);
-        m.flow_shift = sdc_context_flow_shift(ctx);
+        m.flow_shift = isnan(p->flow_shift) ? sdc_context_flow_shift(ctx) : p->flow_shift;
         m.has_flow_shift = isfinite(m.flow_shift);
     }
     return sdc_params_text_format_models(&m, p, seed);

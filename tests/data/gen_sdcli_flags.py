@@ -161,7 +161,7 @@ STATUS = r"""
 --vae-tile-overlap | lib | library | float | 0.5 | ctx.vae_tile_overlap | - | both | - | X | overlap of neighbouring VAE tiles, as a fraction of a tile (default 0.5)
 --hires-scale | works | cli | float | 2 | gen.hires_scale | - | both | - | X | hires fix scale when no target width/height is set (default: 2)
 --hires-denoising-strength | works | cli | float | 0.7 | gen.hires_denoising_strength | - | both | - | X | hires fix second-pass strength, (0, 1] (default: 0.7)
---increase-ref-index | warning | cli | none | - | - | - | both | - | - | applies to reference images (-r), which are not supported yet; ignored
+--increase-ref-index | lib | library | none | - | increase_ref_index | - | both | - | - | adds ref_index_mode=increase to --ref-image-args (the -r images at RoPE indices 1, 2, 3, ...)
 --disable-auto-resize-ref-image | lib | library | none | - | no_auto_resize_ref | - | both | - | - | deprecated in sd-cli: adds resize_before_vae=0 to --ref-image-args (the -r images are encoded at their own size)
 --circular | error | cli | none | - | - | - | both | - | - | tileable (circular padding) output is not supported yet
 --circularx | error | cli | none | - | - | - | both | - | - | tileable (circular padding) output is not supported yet
@@ -411,7 +411,7 @@ LIB_EXPECT = {
     "--vae-tiling": "warning", "--vae-tile-size": "warning", "--vae-relative-tile-size": "warning",
     "--vae-tile-overlap": "warning", "--taesd-preview-only": "warning",
     "--qwen-image-layers": "ok", "--ref-image": "error", "--ref-image-args": "warning",
-    "--disable-auto-resize-ref-image": "warning",
+    "--disable-auto-resize-ref-image": "warning", "--increase-ref-index": "warning",
 }
 
 if __name__ == "__main__":

@@ -283,6 +283,19 @@ static void test_details(void) {
           "values reach the library's fields");
     sdc_cli_args_free(&a);
 
+    /* the reference flags join --ref-image-args after it, in sd-cli's order */
+    const char *refs[] = {"--increase-ref-index", "--ref-image-args", "qwen",
+                          "--disable-auto-resize-ref-image"};
+    CHECK(parse_v(&a, SDC_CLI_PROGRAM_SDC, 4, refs) == SDC_CLI_PARSE_RUN, "refs: %s", a.error);
+    CHECK(a.gen.ref_image_args &&
+              !strcmp(a.gen.ref_image_args, "qwen,resize_before_vae=0,ref_index_mode=increase"),
+          "reference flags joined: %s", a.gen.ref_image_args ? a.gen.ref_image_args : "(null)");
+    sdc_cli_args_free(&a);
+    CHECK(parse_v(&a, SDC_CLI_PROGRAM_SDC, 1, refs) == SDC_CLI_PARSE_RUN && a.gen.ref_image_args &&
+              !strcmp(a.gen.ref_image_args, "ref_index_mode=increase"),
+          "--increase-ref-index alone: %s", a.gen.ref_image_args ? a.gen.ref_image_args : "(null)");
+    sdc_cli_args_free(&a);
+
     /* --prompt-file reads the whole file as sd-cli does; the later of -p/--prompt-file wins */
     const char *pf[] = {"-p", "typed", "--prompt-file", g_txt, "--negative-prompt-file", g_txt};
     CHECK(parse_v(&a, SDC_CLI_PROGRAM_SDC, 6, pf) == SDC_CLI_PARSE_RUN, "prompt file: %s", a.error);

@@ -320,6 +320,11 @@ static void test_context_text(void) {
           "context text: %s", t ? t : "(null)");
     printf("context text: %s\n", t ? t : "(null)");
     free(t);
+    p.flow_shift = 2.5f; /* a request's own shift (the server's sample_params.flow_shift) */
+    t = sdc_generation_parameters_text(ctx, &p, 42);
+    CHECK(t && strstr(t, ", Flow shift: 2.500000, "), "the request's flow shift: %s",
+          t ? t : "(null)");
+    free(t);
     sdc_context_free(ctx);
 }
 

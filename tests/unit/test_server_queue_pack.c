@@ -1,8 +1,9 @@
 /* sdc-server's Redis queue entry format (tools/server/queue_pack.c): requests with random
- * fields (prompts, init/mask images, custom sigmas, reference images, layer counts, NULL
- * parts) packed and unpacked are equal field by field to the original; every truncation,
- * a trailing byte, a wrong magic and impossible sizes are refused; a request without
- * references packs in the first format (no optional section). */
+ * fields (prompts, init/mask images, custom sigmas, reference images, layer counts, the
+ * guidance options, NULL parts) packed and unpacked are equal field by field to the
+ * original; every truncation, a trailing byte, a wrong magic and impossible sizes are
+ * refused; a request without references or options packs in the first format (no optional
+ * section), one with options only in the third. */
 #include "test_util.h"
 
 #include <math.h>
@@ -25,6 +26,14 @@ static char *rnd_str(int n) {
 
 static void make_request(sdc_srv_request *r, int variant) {
     memset(r, 0, sizeof *r);
+    r->img_cfg = r->guidance = r->flow_shift = NAN;
+    if (variant % 6 == 5) { /* the guidance options, some of them */
+        r->img_cfg = variant % 4 ? 1.0f + t_randf(&g_seed) : NAN;
+        r->guidance = variant % 5 ? 3.5f : NAN;
+        r->flow_shift = variant % 7 ? 2.0f + t_randf(&g_seed) : NAN;
+        r->no_ref_resize = variant % 2;
+        r->increase_ref_index = variant % 3 == 2;
+    }
     r->width = 8 * (1 + rnd(64));
     r->height = 8 * (1 + rnd(64));
     r->steps = 1 + rnd(150);
@@ -96,8 +105,10 @@ static bool same_refs(const sdc_srv_request *a, const sdc_srv_request *b) {
 }
 
 static bool equal(const sdc_srv_request *a, const sdc_srv_request *b) {
-    return same_refs(a, b) && a->width == b->width && a->height == b->height &&
-           a->steps == b->steps && a->batch_count == b->batch_count &&
+    return same_refs(a, b) && same_f(a->img_cfg, b->img_cfg) && same_f(a->guidance, b->guidance) &&
+           same_f(a->flow_shift, b->flow_shift) && a->no_ref_resize == b->no_ref_resize &&
+           a->increase_ref_index == b->increase_ref_index && a->width == b->width &&
+           a->height == b->height && a->steps == b->steps && a->batch_count == b->batch_count &&
            same_f(a->cfg_scale, b->cfg_scale) && same_f(a->strength, b->strength) &&
            same_f(a->eta, b->eta) && a->seed == b->seed && !strcmp(a->sampler, b->sampler) &&
            !strcmp(a->scheduler, b->scheduler) && same_str(a->prompt, b->prompt) &&
@@ -117,11 +128,62 @@ static size_t refs_section(const uint8_t *buf, size_t n) {
     return 0;
 }
 
+/* Where the options section's tag starts, or 0. */
+static size_t opts_section(const uint8_t *buf, size_t n) {
+    return n >= 24 && !memcmp(buf + n - 24, "OPT1", 4) ? n - 24 : 0;
+}
+
+/* Broken option sections: a wrong tag, unknown flags, an infinite or huge value; and the
+ * third format's magic on an entry without the section. Returns how many were accepted. */
+static int broken_opts_accepted(void) {
+    sdc_srv_request r, back;
+    memset(&r, 0, sizeof r);
+    r.width = r.height = 64;
+    r.steps = r.batch_count = 1;
+    r.qwen_image_layers = 3;
+    r.prompt = rnd_str(5);
+    r.img_cfg = 1.5f;
+    r.guidance = r.flow_shift = NAN;
+    size_t n = 0;
+    uint8_t *buf = sdc_srv_request_pack(&r, &n);
+    size_t at = buf ? opts_section(buf, n) : 0;
+    int accepted = 0;
+    CHECK(at > 0 && !memcmp(buf, "SDCQ3", 5), "options alone: the third format, section last");
+    CHECK(at > 0 && sdc_srv_request_unpack(buf, n, &back) && back.img_cfg == 1.5f &&
+              isnan(back.flow_shift) && !back.no_ref_resize,
+          "the options section reads back");
+    sdc_srv_request_free(&back);
+    float inf = INFINITY, huge = 1e7f;
+    int64_t flags[] = {4, -1};
+    for (int e = 0; at && e < 5; e++) {
+        uint8_t *copy = malloc(n);
+        memcpy(copy, buf, n);
+        if (e == 0) copy[at] = 'X';
+        if (e == 1) memcpy(copy + at + 4, &inf, sizeof inf);
+        if (e == 2) memcpy(copy + at + 12, &huge, sizeof huge);
+        if (e >= 3) memcpy(copy + at + 16, &flags[e - 3], sizeof(int64_t));
+        if (sdc_srv_request_unpack(copy, n, &back)) accepted++;
+        sdc_srv_request_free(&back);
+        free(copy);
+    }
+    if (at) { /* SDCQ3 without its section; SDCQ2 with one too many */
+        if (sdc_srv_request_unpack(buf, at, &back)) accepted++;
+        sdc_srv_request_free(&back);
+        buf[4] = '2';
+        if (sdc_srv_request_unpack(buf, n, &back)) accepted++;
+        sdc_srv_request_free(&back);
+    }
+    free(buf);
+    sdc_srv_request_free(&r);
+    return accepted;
+}
+
 /* Broken optional sections: a wrong tag, too many references, a layer count out of range,
  * a reference size that disagrees with its bytes. Returns how many were accepted. */
 static int broken_refs_accepted(void) {
     sdc_srv_request r, back;
     memset(&r, 0, sizeof r);
+    r.img_cfg = r.guidance = r.flow_shift = NAN;
     r.width = r.height = 64;
     r.steps = r.batch_count = 1;
     r.prompt = rnd_str(5);
@@ -160,6 +222,7 @@ static int broken_refs_accepted(void) {
 
 int main(void) {
     int mismatched = 0, accepted_broken = 0, cases = 60, with_refs = 0, plain_sections = 0;
+    int with_opts = 0, opts_missing = 0;
     size_t largest = 0;
     for (int v = 0; v < cases; v++) {
         sdc_srv_request r, back;
@@ -167,7 +230,11 @@ int main(void) {
         size_t n = 0;
         uint8_t *buf = sdc_srv_request_pack(&r, &n);
         if (n > largest) largest = n;
-        bool plain = !r.n_refs && !r.refs_from_edit && r.qwen_image_layers == 3;
+        bool opts = !isnan(r.img_cfg) || !isnan(r.guidance) || !isnan(r.flow_shift) ||
+                    r.no_ref_resize || r.increase_ref_index;
+        bool plain = !r.n_refs && !r.refs_from_edit && r.qwen_image_layers == 3 && !opts;
+        with_opts += opts;
+        if (buf && opts && !opts_section(buf, n)) opts_missing++;
         with_refs += r.n_refs > 0;
         if (buf && plain && refs_section(buf, n)) plain_sections++;
         if (!buf || !sdc_srv_request_unpack(buf, n, &back) || !equal(&r, &back)) mismatched++;
@@ -197,7 +264,12 @@ int main(void) {
         free(buf);
         sdc_srv_request_free(&r);
     }
-    int refs_broken = broken_refs_accepted();
+    int refs_broken = broken_refs_accepted(), opts_broken = broken_opts_accepted();
+    printf("options: %d requests with them, %d without their section, %d broken option "
+           "sections accepted\n",
+           with_opts, opts_missing, opts_broken);
+    CHECK(with_opts > 0 && opts_missing == 0, "requests with options carry their section");
+    CHECK(opts_broken == 0, "broken option sections refused");
     printf("pack/unpack: %d requests (%d with references; largest %zu bytes), %d differ after "
            "the round trip, %d broken buffers accepted, %d broken reference sections accepted, "
            "%d plain requests with a reference section\n",

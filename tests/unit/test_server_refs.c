@@ -6,6 +6,7 @@
  * bad base64, undecodable images, wrong types, too many images, too many pixels. */
 #include "test_util.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -104,6 +105,54 @@ static void test_sdcpp(const test_img *a, const test_img *b) {
     CHECK(rc == 0 && r.n_refs == 1 && ref_is(&r, 0, b) && r.qwen_image_layers == 0 &&
               !strcmp(r.prompt, "a"),
           "OpenAI generate with sd_cpp_extra_args ref_images (%d %s)", rc, err);
+    sdc_srv_request_free(&r);
+}
+
+/* sd.cpp's per-request guidance and reference options: parsed (defaults NAN / off, nulls
+ * as sd.cpp's defaults JSON sends them), and the reference flags appended to the server's
+ * --ref-image-args in sd-cli's order. */
+static void test_ref_options(void) {
+    sdc_srv_request r;
+    char err[256];
+    int rc = parse(SDC_SRV_API_SDCPP, fmt("{\"prompt\":\"p\"}"), &r, err);
+    CHECK(rc == 0 && isnan(r.img_cfg) && isnan(r.guidance) && isnan(r.flow_shift) &&
+              !r.no_ref_resize && !r.increase_ref_index,
+          "defaults: unset (%d %s)", rc, err);
+    char *args = sdc_srv_request_ref_args(NULL, &r), *args2 = sdc_srv_request_ref_args("qwen", &r);
+    CHECK(!args && args2 && !strcmp(args2, "qwen"), "no options: the server's args as they are");
+    free(args);
+    free(args2);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_SDCPP,
+               fmt("{\"auto_resize_ref_image\":false,\"increase_ref_index\":true,"
+                   "\"sample_params\":{\"flow_shift\":2.5,\"eta\":null,\"guidance\":{\"txt_cfg\":3,"
+                   "\"img_cfg\":1.6,\"distilled_guidance\":4,\"slg\":{\"layers\":[7,8,9],"
+                   "\"layer_start\":0.01,\"layer_end\":0.2,\"scale\":0}}}}"),
+               &r, err);
+    CHECK(rc == 0 && r.img_cfg == 1.6f && r.guidance == 4.0f && r.flow_shift == 2.5f &&
+              r.cfg_scale == 3.0f && r.no_ref_resize && r.increase_ref_index,
+          "sample_params.guidance img_cfg/distilled_guidance, flow_shift, both flags (%d %s)", rc,
+          err);
+    args = sdc_srv_request_ref_args("qwen,vlm_size=448", &r);
+    args2 = sdc_srv_request_ref_args(NULL, &r);
+    CHECK(args && !strcmp(args, "qwen,vlm_size=448,resize_before_vae=0,ref_index_mode=increase"),
+          "flags after the server's args: %s", args ? args : "(null)");
+    CHECK(args2 && !strcmp(args2, "resize_before_vae=0,ref_index_mode=increase"), "flags alone: %s",
+          args2 ? args2 : "(null)");
+    free(args);
+    free(args2);
+    sdc_srv_request_free(&r);
+    rc = parse(SDC_SRV_API_OPENAI_GENERATE,
+               fmt("{\"prompt\":\"a<sd_cpp_extra_args>{\\\"increase_ref_index\\\":true,"
+                   "\\\"sample_params\\\":{\\\"guidance\\\":{\\\"img_cfg\\\":2}}}"
+                   "</sd_cpp_extra_args>\"}"),
+               &r, err);
+    args = rc == 0 ? sdc_srv_request_ref_args("", &r) : NULL;
+    CHECK(rc == 0 && r.img_cfg == 2.0f && !r.no_ref_resize && args &&
+              !strcmp(args, "ref_index_mode=increase"),
+          "OpenAI with sd_cpp_extra_args: img_cfg 2, increase only (%d %s %s)", rc, err,
+          args ? args : "(null)");
+    free(args);
     sdc_srv_request_free(&r);
 }
 
@@ -225,8 +274,17 @@ static void test_refusals(const test_img *a) {
         {SDC_SRV_API_SDCPP, fmt("{\"qwen_image_layers\":-1}"), "'qwen_image_layers' is out of"},
         {SDC_SRV_API_SDCPP, fmt("{\"qwen_image_layers\":65}"), "'qwen_image_layers' is out of"},
         {SDC_SRV_API_SDCPP, fmt("{\"qwen_image_layers\":\"3\"}"), "'qwen_image_layers' must"},
-        {SDC_SRV_API_SDCPP, fmt("{\"auto_resize_ref_image\":false}"), "auto_resize_ref_image"},
-        {SDC_SRV_API_SDCPP, fmt("{\"increase_ref_index\":true}"), "increase_ref_index"},
+        {SDC_SRV_API_SDCPP, fmt("{\"auto_resize_ref_image\":\"no\"}"),
+         "'auto_resize_ref_image' must be a boolean"},
+        {SDC_SRV_API_SDCPP, fmt("{\"increase_ref_index\":[]}"), "'increase_ref_index' must be"},
+        {SDC_SRV_API_SDCPP, fmt("{\"sample_params\":{\"flow_shift\":0}}"),
+         "flow_shift must be > 0"},
+        {SDC_SRV_API_SDCPP, fmt("{\"sample_params\":{\"flow_shift\":\"3\"}}"),
+         "'flow_shift' must be a finite number"},
+        {SDC_SRV_API_SDCPP, fmt("{\"sample_params\":{\"guidance\":{\"img_cfg\":-1}}}"),
+         "img_cfg must be >= 0"},
+        {SDC_SRV_API_SDCPP, fmt("{\"sample_params\":{\"guidance\":{\"slg\":{\"scale\":2}}}}"),
+         "skip-layer guidance"},
         {SDC_SRV_API_SDAPI_TXT2IMG, fmt("{\"prompt\":\"p\",\"extra_images\":{}}"),
          "'extra_images' must be an array"},
         {SDC_SRV_API_SDAPI_TXT2IMG,
@@ -302,6 +360,7 @@ int main(void) {
     g_d.steps = 4;
     test_img a = make_img(40, 24, 1), b = make_img(20, 12, 2);
     test_sdcpp(&a, &b);
+    test_ref_options();
     test_sdapi(&a, &b);
     test_openai_edit(&a, &b);
     test_refusals(&a);

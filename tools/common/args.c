@@ -392,6 +392,19 @@ static int find_option(const char *name, size_t len) {
     return -1;
 }
 
+/* As sd-cli: the two reference flags are appended to --ref-image-args, in this order. */
+static bool join_ref_flags(sdc_cli_args *a) {
+    int k = find_option("--ref-image-args", strlen("--ref-image-args"));
+    if (a->no_auto_resize_ref &&
+        !keep_value(a, k, "--disable-auto-resize-ref-image", "resize_before_vae=0", true))
+        return false;
+    if (a->increase_ref_index &&
+        !keep_value(a, k, "--increase-ref-index", "ref_index_mode=increase", true))
+        return false;
+    if (a->no_auto_resize_ref || a->increase_ref_index) a->gen.ref_image_args = a->value[k];
+    return true;
+}
+
 bool sdc_cli_is_known_flag(const char *spelling) {
     return spelling && find_option(spelling, strlen(spelling)) >= 0;
 }
@@ -614,12 +627,7 @@ sdc_cli_parse_result sdc_cli_parse(sdc_cli_args *a, sdc_cli_program program, int
         if (a->help || a->version) return SDC_CLI_PARSE_EXIT;
     }
     if (a->list_devices) return SDC_CLI_PARSE_RUN; /* needs no model */
-    if (a->no_auto_resize_ref) {                   /* as sd-cli: appended to --ref-image-args */
-        int k = find_option("--ref-image-args", strlen("--ref-image-args"));
-        if (!keep_value(a, k, "--disable-auto-resize-ref-image", "resize_before_vae=0", true))
-            return SDC_CLI_PARSE_ERROR;
-        a->gen.ref_image_args = a->value[k];
-    }
+    if (!join_ref_flags(a)) return SDC_CLI_PARSE_ERROR;
     if (!use_demo(a) || !validate(a)) return SDC_CLI_PARSE_ERROR;
     if (a->mode == SDC_CLI_MODE_METADATA) { /* only the program's own hints matter here */
         for (int k = 0; k < sdc_cli_opt_count; k++) {

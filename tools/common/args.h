@@ -61,6 +61,7 @@ typedef struct sdc_cli_args {
     int upscale_tile_size; /* --upscale-tile-size (default 128) */
     bool convert_name, verbose, color, no_metadata, list_devices, help, version;
     bool no_auto_resize_ref; /* --disable-auto-resize-ref-image (joins --ref-image-args) */
+    bool increase_ref_index; /* --increase-ref-index (joins --ref-image-args after it) */
     /* -m demo (sdc-server: also no model at all): the shipped model's files and settings
      * (owned; NULL otherwise); its paths replace -m in ctx, docs/demo.md */
     sdc_demo_model *demo;

@@ -327,8 +327,10 @@ const sdc_cli_opt sdc_cli_opts[] = {
     {NULL, "--hires-denoising-strength", K_FLOAT, O_NONE, T(gen.hires_denoising_strength), ST_WORKS,
      P_CLI | P_SRV, G_GENERATION, NULL, NULL, "X",
      "hires fix second-pass strength, (0, 1] (default: 0.7)"},
-    {NULL, "--increase-ref-index", K_BOOL, O_NONE, NONE, ST_WARN, P_CLI | P_SRV, G_GENERATION, NULL,
-     NULL, NULL, "applies to reference images (-r), which are not supported yet; ignored"},
+    {NULL, "--increase-ref-index", K_BOOL, O_NONE, T(increase_ref_index), ST_LIB, P_CLI | P_SRV,
+     G_GENERATION, NULL, NULL, NULL,
+     "adds ref_index_mode=increase to --ref-image-args (the -r images at RoPE indices 1, 2, 3, "
+     "...)"},
     {NULL, "--disable-auto-resize-ref-image", K_BOOL, O_NONE, T(no_auto_resize_ref), ST_LIB,
      P_CLI | P_SRV, G_GENERATION, NULL, NULL, NULL,
      "deprecated in sd-cli: adds resize_before_vae=0 to --ref-image-args (the -r images are "

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <math.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -360,6 +361,7 @@ static enum MHD_Result set_options(sdc_srv_http *h, struct MHD_Connection *c, co
     if (slot > 0) { /* a job that only switches: it waits for those queued before it */
         sdc_srv_request req;
         memset(&req, 0, sizeof req);
+        req.img_cfg = req.guidance = req.flow_shift = NAN;
         req.model_slot = slot;
         sdc_srv_result res;
         unsigned fail = run_sync(h, c, &req, false, &res, err, sizeof err);
@@ -520,6 +522,14 @@ static enum MHD_Result sdcpp_submit(sdc_srv_http *h, struct MHD_Connection *c, c
     return send_json(c, 202, j);
 }
 
+/* a number, or null when unset (NAN), as sd.cpp's defaults JSON */
+static void add_number_or_null(cJSON *o, const char *name, float v) {
+    if (isnan(v))
+        cJSON_AddNullToObject(o, name);
+    else
+        cJSON_AddNumberToObject(o, name, v);
+}
+
 static cJSON *defaults_json(const sdc_srv_defaults *d) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -545,12 +555,14 @@ static cJSON *defaults_json(const sdc_srv_defaults *d) {
         else
             cJSON_AddNullToObject(sp, "sample_method");
         cJSON_AddNumberToObject(sp, "sample_steps", d->steps);
-        if (d->eta == d->eta)
-            cJSON_AddNumberToObject(sp, "eta", d->eta);
-        else
-            cJSON_AddNullToObject(sp, "eta");
+        add_number_or_null(sp, "eta", d->eta);
+        add_number_or_null(sp, "flow_shift", d->flow_shift);
         cJSON *g = cJSON_AddObjectToObject(sp, "guidance");
-        if (g) cJSON_AddNumberToObject(g, "txt_cfg", d->cfg_scale);
+        if (g) {
+            cJSON_AddNumberToObject(g, "txt_cfg", d->cfg_scale);
+            add_number_or_null(g, "img_cfg", d->img_cfg);
+            add_number_or_null(g, "distilled_guidance", d->guidance);
+        }
     }
     cJSON_AddStringToObject(o, "output_format", "png");
     return o;

@@ -242,7 +242,9 @@ static void params_from_request(const sdc_srv_jobs_config *cfg, const sdc_srv_re
     p->scheduler = r->scheduler[0] ? r->scheduler : NULL;
     if (cfg->rng) p->rng = cfg->rng;
     if (cfg->sampler_rng) p->sampler_rng = cfg->sampler_rng;
-    p->ref_image_args = cfg->ref_image_args;
+    p->img_cfg_scale = r->img_cfg;
+    p->guidance = r->guidance;
+    p->flow_shift = r->flow_shift;
     if (isfinite(r->eta)) p->eta = r->eta;
     p->batch_count = r->batch_count;
     p->qwen_image_layers = r->qwen_image_layers;
@@ -274,7 +276,11 @@ sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
     memset(res, 0, sizeof *res);
     /* views of the request's pixels (not copied) */
     sdc_image *refs = calloc((size_t)r->n_refs + 1, sizeof *refs);
-    if (!refs) {
+    char *ref_args = sdc_srv_request_ref_args(cfg->ref_image_args, r);
+    p.ref_image_args = ref_args;
+    if (!refs || ((r->no_ref_resize || r->increase_ref_index) && !ref_args)) {
+        free(refs);
+        free(ref_args);
         snprintf(res->error, sizeof res->error, "out of memory");
         res->status = SDC_ERR_NO_MEMORY;
         return SDC_ERR_NO_MEMORY;
@@ -339,6 +345,7 @@ sdc_status sdc_srv_run_request(sdc_context *ctx, const sdc_srv_jobs_config *cfg,
         *res = err_only;
     }
     free(refs);
+    free(ref_args);
     res->status = st;
     return st;
 }

@@ -401,6 +401,9 @@ int main(int argc, char **argv) {
     d.cfg_scale = a.gen.cfg_scale;
     d.strength = a.gen.strength;
     d.eta = a.gen.eta;
+    d.img_cfg = a.gen.img_cfg_scale;
+    d.guidance = a.gen.guidance;
+    d.flow_shift = a.ctx.flow_shift;
     d.seed = a.gen.seed;
     d.sampler = a.gen.sampling_method;
     d.scheduler = a.gen.scheduler;

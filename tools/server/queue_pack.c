@@ -1,5 +1,6 @@
 /* A job request as bytes: the "req" field of its Redis stream entry (queue_redis.c).
  * Host byte order: the nodes of one queue run on machines of one endianness. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,14 +9,23 @@
 /* ---- request <-> bytes ---- */
 
 /* Reference images and the layer count follow the fields of the first format ("SDCQ1")
- * in a section of the second ("SDCQ2"), used only when they differ from the defaults:
- * plain entries stay readable by nodes that predate them (a rolling upgrade loses no
- * plain job), and the magic says whether the section must follow (so no prefix of an
- * entry is another valid entry). */
+ * in a section of the second ("SDCQ2"); the guidance options (img_cfg, distilled guidance,
+ * flow shift, the reference flags) in one more section of the third ("SDCQ3"), after the
+ * references. Each is used only when its fields differ from the defaults: plain entries
+ * stay readable by nodes that predate them (a rolling upgrade loses no plain job), and
+ * the magic says which sections must follow (so no prefix of an entry is another valid
+ * entry). */
 #define MAGIC_1       "SDCQ1"
 #define MAGIC_2       "SDCQ2"
+#define MAGIC_3       "SDCQ3"
 #define REFS_TAG      "REF1"
+#define OPTS_TAG      "OPT1"
 #define PACK_LAYERS_0 3 /* the library's qwen_image_layers default */
+
+static bool has_opts(const sdc_srv_request *r) {
+    return !isnan(r->img_cfg) || !isnan(r->guidance) || !isnan(r->flow_shift) || r->no_ref_resize ||
+           r->increase_ref_index;
+}
 
 typedef struct wbuf {
     uint8_t *p;
@@ -53,8 +63,9 @@ static void w_bytes(wbuf *b, const void *p, int64_t n) {
 
 uint8_t *sdc_srv_request_pack(const sdc_srv_request *r, size_t *size) {
     wbuf b = {0};
-    bool refs = r->n_refs > 0 || r->refs_from_edit || r->qwen_image_layers != PACK_LAYERS_0;
-    w_put(&b, refs ? MAGIC_2 : MAGIC_1, 5);
+    bool opts = has_opts(r);
+    bool refs = opts || r->n_refs > 0 || r->refs_from_edit || r->qwen_image_layers != PACK_LAYERS_0;
+    w_put(&b, opts ? MAGIC_3 : refs ? MAGIC_2 : MAGIC_1, 5);
     const int64_t ints[] = {r->width,  r->height, r->steps,  r->batch_count, r->seed,
                             r->init_w, r->init_h, r->mask_w, r->mask_h,      r->size_given};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) w_i64(&b, ints[i]);
@@ -80,6 +91,13 @@ uint8_t *sdc_srv_request_pack(const sdc_srv_request *r, size_t *size) {
             w_i64(&b, ref->h);
             w_bytes(&b, ref->rgb, (int64_t)ref->w * ref->h * 3);
         }
+    }
+    if (opts) {
+        w_put(&b, OPTS_TAG, 4);
+        w_f32(&b, r->img_cfg);
+        w_f32(&b, r->guidance);
+        w_f32(&b, r->flow_shift);
+        w_i64(&b, (r->no_ref_resize ? 1 : 0) | (r->increase_ref_index ? 2 : 0));
     }
     if (b.bad) {
         free(b.p);
@@ -159,12 +177,34 @@ static void r_refs(rbuf *b, sdc_srv_request *r) {
     }
 }
 
+/* The guidance section (see OPTS_TAG): each value NAN (unset) or finite as the parser
+ * takes it. */
+static void r_opts(rbuf *b, sdc_srv_request *r) {
+    char tag[4];
+    r_get(b, tag, 4);
+    float v[3];
+    for (int i = 0; i < 3; i++) r_get(b, &v[i], sizeof(float));
+    int64_t flags = r_i64(b);
+    if (b->bad || memcmp(tag, OPTS_TAG, 4) || flags < 0 || flags > 3) {
+        b->bad = true;
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!isnan(v[i]) && !(fabsf(v[i]) <= 1e6f)) b->bad = true;
+    r->img_cfg = v[0];
+    r->guidance = v[1];
+    r->flow_shift = v[2];
+    r->no_ref_resize = flags & 1;
+    r->increase_ref_index = (flags & 2) != 0;
+}
+
 bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r) {
     memset(r, 0, sizeof *r);
     rbuf b = {buf, size, 0, false};
     char magic[5];
     r_get(&b, magic, 5);
-    bool v2 = !b.bad && !memcmp(magic, MAGIC_2, 5);
+    bool v3 = !b.bad && !memcmp(magic, MAGIC_3, 5);
+    bool v2 = v3 || (!b.bad && !memcmp(magic, MAGIC_2, 5));
     if (b.bad || (!v2 && memcmp(magic, MAGIC_1, 5))) return false;
     int64_t ints[10];
     for (int i = 0; i < 10; i++) ints[i] = r_i64(&b);
@@ -205,7 +245,9 @@ bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r)
     if (clip_skip < -1 || clip_skip > 48) b.bad = true;
     r->clip_skip = (int)clip_skip;
     r->qwen_image_layers = PACK_LAYERS_0;
+    r->img_cfg = r->guidance = r->flow_shift = NAN;
     if (v2) r_refs(&b, r);
+    if (v3) r_opts(&b, r);
     if (b.bad || b.at != b.n) {
         sdc_srv_request_free(r);
         return false;

@@ -43,6 +43,9 @@ void sdc_srv_defaults_init(sdc_srv_defaults *d) {
     d->max_batch = 8;
     d->size_step = 8;
     d->qwen_image_layers = g.qwen_image_layers;
+    d->img_cfg = g.img_cfg_scale;
+    d->guidance = g.guidance;
+    d->flow_shift = g.flow_shift;
 }
 
 /* ---- small helpers ---- */
@@ -491,18 +494,29 @@ static bool check_output_format(parse_ctx *pc, const cJSON *obj) {
 
 /* ---- the native (sdcpp) schema; also what sd_cpp_extra_args carries ---- */
 
-/* sd.cpp's reference options: only their defaults are what the library does (references
- * resized to the output's area; Layered's own reference indices). */
-static bool check_ref_options(parse_ctx *pc, const cJSON *j) {
-    bool resize = true, increase = false;
+/* sd.cpp's reference options, which its server turns into --ref-image-args additions. */
+static bool get_ref_options(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
+    bool resize = !r->no_ref_resize;
     if (!get_bool(pc, j, "auto_resize_ref_image", &resize) ||
-        !get_bool(pc, j, "increase_ref_index", &increase))
+        !get_bool(pc, j, "increase_ref_index", &r->increase_ref_index))
         return false;
-    if (!resize)
-        return reject(pc, 400,
-                      "'auto_resize_ref_image' false is not supported by sdc (references are "
-                      "always resized to the output's area)");
-    if (increase) return reject(pc, 400, "'increase_ref_index' is not supported by sdc");
+    r->no_ref_resize = !resize;
+    return true;
+}
+
+/* sample_params.guidance: txt_cfg, img_cfg, distilled_guidance (slg: only its default). */
+static bool get_guidance(parse_ctx *pc, const cJSON *g, sdc_srv_request *r) {
+    const cJSON *slg = NULL, *layers = NULL;
+    float scale = 0.0f;
+    if (!get_float(pc, g, "txt_cfg", &r->cfg_scale) || !get_float(pc, g, "img_cfg", &r->img_cfg) ||
+        !get_float(pc, g, "distilled_guidance", &r->guidance) || !get_object(pc, g, "slg", &slg) ||
+        (slg && !get_float(pc, slg, "scale", &scale)))
+        return false;
+    if (slg && (layers = field(slg, "layers")) && !cJSON_IsArray(layers))
+        return reject(pc, 400, "'slg.layers' must be an array");
+    if (scale != 0.0f)
+        return reject(pc, 400, "skip-layer guidance (slg.scale %g) is not supported by sdc",
+                      (double)scale);
     return true;
 }
 
@@ -524,7 +538,7 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
         !reject_nonempty_array(pc, j, "lora") || !get_refs(pc, j, "ref_images", r) ||
         !get_int(pc, j, "qwen_image_layers", 0, SDC_SRV_MAX_QWEN_LAYERS, &r->qwen_image_layers,
                  NULL) ||
-        !check_ref_options(pc, j) || !check_output_format(pc, j))
+        !get_ref_options(pc, j, r) || !check_output_format(pc, j))
         return false;
     if (field(j, "control_image"))
         return reject(pc, 400, "'control_image' is not supported by sdc");
@@ -543,7 +557,8 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
         !get_int(pc, sp, "sample_steps", INT32_MIN, INT32_MAX, &r->steps, NULL) ||
         !get_float(pc, sp, "eta", &r->eta) ||
         !get_i64(pc, sp, "shifted_timestep", INT32_MIN, INT32_MAX, &ignored, NULL) ||
-        !get_sigmas(pc, sp, r) || !get_object(pc, sp, "guidance", &guidance))
+        !get_float(pc, sp, "flow_shift", &r->flow_shift) || !get_sigmas(pc, sp, r) ||
+        !get_object(pc, sp, "guidance", &guidance))
         return false;
     if (sched && !set_name(pc, r->scheduler, sizeof r->scheduler, known_scheduler(sched),
                            "sample_params.scheduler", sched, false, false))
@@ -551,7 +566,12 @@ static bool apply_native(parse_ctx *pc, const cJSON *j, sdc_srv_request *r) {
     if (method && !set_name(pc, r->sampler, sizeof r->sampler, known_sampler(method),
                             "sample_params.sample_method", method, true, false))
         return false;
-    if (guidance && !get_float(pc, guidance, "txt_cfg", &r->cfg_scale)) return false;
+    if (guidance && !get_guidance(pc, guidance, r)) return false;
+    if (isfinite(r->flow_shift) && r->flow_shift <= 0.0f)
+        return reject(pc, 400, "sample_params.flow_shift must be > 0 (got %g)",
+                      (double)r->flow_shift);
+    if (isfinite(r->img_cfg) && r->img_cfg < 0.0f)
+        return reject(pc, 400, "guidance.img_cfg must be >= 0 (got %g)", (double)r->img_cfg);
     return true;
 }
 
@@ -850,6 +870,9 @@ static bool init_request(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_reque
     r->cfg_scale = d->cfg_scale;
     r->strength = d->strength;
     r->eta = d->eta;
+    r->img_cfg = d->img_cfg;
+    r->guidance = d->guidance;
+    r->flow_shift = d->flow_shift;
     r->seed = d->seed;
     if (d->sampler) snprintf(r->sampler, sizeof r->sampler, "%s", d->sampler);
     if (d->scheduler) snprintf(r->scheduler, sizeof r->scheduler, "%s", d->scheduler);
@@ -857,6 +880,19 @@ static bool init_request(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_reque
                       strlen(d->prompt ? d->prompt : "")) &&
            set_string(pc, &r->negative_prompt, d->negative_prompt ? d->negative_prompt : "",
                       strlen(d->negative_prompt ? d->negative_prompt : ""));
+}
+
+char *sdc_srv_request_ref_args(const char *base, const sdc_srv_request *r) {
+    if (!base) base = "";
+    if (!r->no_ref_resize && !r->increase_ref_index) return *base ? strdup(base) : NULL;
+    size_t n = strlen(base) + 64;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s%s%s%s", base, *base ? "," : "",
+                 r->no_ref_resize ? "resize_before_vae=0" : "",
+                 r->no_ref_resize && r->increase_ref_index ? "," : "",
+                 r->increase_ref_index ? "ref_index_mode=increase" : "");
+    return s;
 }
 
 void sdc_srv_request_free(sdc_srv_request *r) {

@@ -19,6 +19,9 @@ typedef struct sdc_srv_defaults {
     int size_step;         /* width/height multiples of this (the model's, >= 8); default 8 */
     int clip_skip;         /* --clip-skip; <= 0: the model's default */
     int qwen_image_layers; /* --qwen-image-layers (3) */
+    /* --img-cfg-scale, --guidance (sd.cpp's distilled guidance), and the per-request flow
+     * shift (NAN: the context's --flow-shift); NAN: unset, the library's default */
+    float img_cfg, guidance, flow_shift;
 } sdc_srv_defaults;
 
 /* Longest prompt (and negative prompt) accepted, in bytes: a prompt is held by the job,
@@ -72,6 +75,13 @@ typedef struct sdc_srv_request {
      * image alone, as its model reads them (sdc_context_ref_use) */
     bool refs_from_edit;
     int qwen_image_layers; /* Qwen-Image-Layered: layers + 1 images per batch item */
+    /* sample_params.guidance.img_cfg / .distilled_guidance and sample_params.flow_shift
+     * (sdc_generate_params' img_cfg_scale, guidance, flow_shift); NAN: unset */
+    float img_cfg, guidance, flow_shift;
+    /* auto_resize_ref_image false / increase_ref_index true: appended to the server's
+     * --ref-image-args as sd-cli appends them ("resize_before_vae=0",
+     * "ref_index_mode=increase") */
+    bool no_ref_resize, increase_ref_index;
     /* A1111 override_settings.sd_model_checkpoint as sent ("" : the loaded model); the
      * HTTP layer resolves it to model_slot: 1 + the index among the served models; 0: the
      * loaded one (so a zeroed request switches nothing) */
@@ -91,6 +101,11 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
                                  size_t err_size);
 
 void sdc_srv_request_free(sdc_srv_request *r);
+
+/* The server's --ref-image-args (base, NULL: none) with the request's reference options
+ * after it, as sd.cpp's server appends them (later keys win): malloc'd, NULL when there is
+ * neither (or out of memory when r has options). */
+char *sdc_srv_request_ref_args(const char *base, const sdc_srv_request *r);
 
 /* sd.cpp's sampler spelling for a name ("euler_a") or an A1111 label ("Euler a",
  * "k_euler_a"); NULL if unknown. *scheduler is set when the label names one too
