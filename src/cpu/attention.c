@@ -89,12 +89,36 @@ static const float *kv_row(const sdc_tensor *t, int64_t j, int64_t hk, int64_t b
     return buf;
 }
 
+/* Value row j (< lk) into its panels, zero padded to dvp. */
+static void pack_v(const sdc_tensor *v, const attn_dims *a, int64_t hk, int64_t b, int64_t j,
+                   float *vf, float *buf) {
+    const float *vr = kv_row(v, j, hk, b, a->dv, buf);
+    for (int64_t e = 0; e < a->dvp; e += 16) {
+        float *vo = vf + sdc_attn_v_index(a->lkp, j, e);
+        const int64_t n = a->dv - e < 16 ? a->dv - e : 16;
+        memcpy(vo, vr + e, sizeof(float) * (size_t)n);
+        if (n < 16) memset(vo + n, 0, sizeof(float) * (size_t)(16 - n));
+    }
+}
+
 /* Key rows [j0, j1) of the padded range [0, round_up(lkp, BK)) of head (hk, b) into the
  * panel layouts of sdc_attn_kt_index / sdc_attn_v_index, zero padding. */
 static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a, int64_t hk,
                     int64_t b, int64_t j0, int64_t j1, float *kt, float *vf, float *buf) {
+    const bool k_f32 = k->type == SDC_TYPE_F32 && k->nb[0] == sizeof(float);
     for (int64_t j = j0; j < j1; j++) {
         float *kp = kt + sdc_attn_kt_index(a->d, j, 0);
+        if (k_f32 && j % 16 == 0 && j + 16 <= j1 && j + 16 <= a->lk) {
+            /* 16 keys of F32: their panel [d][16] written line by line, not a column at a
+             * time (16 scattered stores per key) */
+            const float *kr[16];
+            for (int jj = 0; jj < 16; jj++) kr[jj] = (const float *)sdc_row_ptr(k, j + jj, hk, b);
+            for (int64_t d = 0; d < a->d; d++)
+                for (int jj = 0; jj < 16; jj++) kp[d * 16 + jj] = kr[jj][d];
+            for (int jj = 0; jj < 16; jj++) pack_v(v, a, hk, b, j + jj, vf, buf);
+            j += 15;
+            continue;
+        }
         if (j >= a->lk) {
             for (int64_t d = 0; d < a->d; d++) kp[d * 16] = 0.0f;
             if (j < a->lkp)
@@ -104,13 +128,7 @@ static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a
         }
         const float *kr = kv_row(k, j, hk, b, a->d, buf);
         for (int64_t d = 0; d < a->d; d++) kp[d * 16] = kr[d];
-        const float *vr = kv_row(v, j, hk, b, a->dv, buf);
-        for (int64_t e = 0; e < a->dvp; e += 16) {
-            float *vo = vf + sdc_attn_v_index(a->lkp, j, e);
-            const int64_t n = a->dv - e < 16 ? a->dv - e : 16;
-            memcpy(vo, vr + e, sizeof(float) * (size_t)n);
-            if (n < 16) memset(vo + n, 0, sizeof(float) * (size_t)(16 - n));
-        }
+        pack_v(v, a, hk, b, j, vf, buf);
     }
 }
 
@@ -131,6 +149,11 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
             continue;
         }
         const char *qr = sdc_row_ptr(q, q0 + i, h, b);
+        if (q->type == SDC_TYPE_F32 && q->nb[0] == sizeof(float)) { /* vectorised */
+            const float *qv = (const float *)qr;
+            for (int64_t d = 0; d < a->d; d++) qo[d] = qv[d] * scale;
+            continue;
+        }
         for (int64_t d = 0; d < a->d; d++)
             qo[d] = sdc_load_elem(q->type, qr + d * q->nb[0]) * scale;
     }

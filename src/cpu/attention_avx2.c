@@ -1,6 +1,8 @@
-/* AVX2+FMA attention block: both products (scores = q kt, out += p v) run on one
- * 6x16 register-blocked micro-kernel; the online softmax uses a vector exp.
- * Shapes are pre-padded by the driver (rows to 6, columns to 16), so no tails. */
+/* AVX2+FMA attention block, the online softmax of sdc_attn_block_scalar bit for bit (the
+ * same sums in the same order, sdc_exp256's values): both products (scores = q kt,
+ * out += p v) run on 6x16 register blocks; the scores' block also adds the mask (or hides
+ * the padding keys) and keeps each row's running max in registers, so the softmax reads
+ * each score row once. Shapes are pre-padded by the driver (rows to 6, columns to 16). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -57,19 +59,101 @@ static void gemm_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda
             micro_6x16(k, A + i * lda, lda, B + j / 16 * pstride, 16, C + i * ldc + j, ldc, acc);
 }
 
-static float softmax_update_avx2(float *s, int64_t nk, int64_t valid, const float *mrow, float *m,
-                                 float *l) {
-    __m256 vmax = _mm256_set1_ps(-INFINITY);
-    if (mrow) { /* the driver pads mask rows with -inf past the last key */
-        for (int64_t j = 0; j < nk; j += 8) {
-            __m256 x = _mm256_add_ps(_mm256_loadu_ps(s + j), _mm256_loadu_ps(mrow + j));
-            _mm256_storeu_ps(s + j, x);
-            vmax = _mm256_max_ps(vmax, x);
-        }
-    } else {
-        for (int64_t j = valid; j < nk; j++) s[j] = -INFINITY;
-        for (int64_t j = 0; j < nk; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
+/* sdc_exp256 for the softmax's arguments, s - max <= 0 (or NaN, or -inf for a hidden
+ * key): its values bit for bit there, without the clamp at +88 that they never reach. */
+static inline __m256 exp_nonpos(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f);
+    const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_max_ps(lo, x); /* NaN (second operand) propagates */
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+/* Scores of rows [0, 6) x keys [0, 16) of a tile, C = A B over k = d, finished in registers
+ * as the separate passes did them: + the mask rows (add, ldadd apart), or the padding keys
+ * (lanes set in pad, when add is NULL) -inf; stored; each row's running vector max (vmax[r],
+ * in key order) updated. */
+/* One row of a 6x16 score block: + mask, or -inf on padding lanes; store; running max. */
+static inline void finish_row(__m256 x0, __m256 x1, float *c, const float *add, const __m256 *pad,
+                              __m256 *vmax) {
+    if (add) {
+        x0 = _mm256_add_ps(x0, _mm256_loadu_ps(add));
+        x1 = _mm256_add_ps(x1, _mm256_loadu_ps(add + 8));
+    } else if (pad) {
+        x0 = _mm256_blendv_ps(x0, _mm256_set1_ps(-INFINITY), pad[0]);
+        x1 = _mm256_blendv_ps(x1, _mm256_set1_ps(-INFINITY), pad[1]);
     }
+    _mm256_storeu_ps(c, x0);
+    _mm256_storeu_ps(c + 8, x1);
+    *vmax = _mm256_max_ps(_mm256_max_ps(*vmax, x0), x1);
+}
+
+static inline void qk_6x16(int64_t k, const float *A, int64_t lda, const float *B, float *C,
+                           const float *add, int64_t ldadd, const __m256 *pad, __m256 *vmax) {
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+    const float *a0 = A, *a1 = A + lda, *a2 = A + 2 * lda, *a3 = A + 3 * lda, *a4 = A + 4 * lda,
+                *a5 = A + 5 * lda;
+    for (int64_t p = 0; p < k; p++) {
+        const __m256 b0 = _mm256_loadu_ps(B + p * 16), b1 = _mm256_loadu_ps(B + p * 16 + 8);
+        __m256 a;
+        a = _mm256_broadcast_ss(a0 + p);
+        c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);
+        a = _mm256_broadcast_ss(a1 + p);
+        c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
+        a = _mm256_broadcast_ss(a2 + p);
+        c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
+        a = _mm256_broadcast_ss(a3 + p);
+        c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
+        a = _mm256_broadcast_ss(a4 + p);
+        c40 = _mm256_fmadd_ps(a, b0, c40), c41 = _mm256_fmadd_ps(a, b1, c41);
+        a = _mm256_broadcast_ss(a5 + p);
+        c50 = _mm256_fmadd_ps(a, b0, c50), c51 = _mm256_fmadd_ps(a, b1, c51);
+    }
+    finish_row(c00, c01, C, add, pad, &vmax[0]);
+    finish_row(c10, c11, C + SDC_ATTN_BK, add ? add + ldadd : NULL, pad, &vmax[1]);
+    finish_row(c20, c21, C + 2 * SDC_ATTN_BK, add ? add + 2 * ldadd : NULL, pad, &vmax[2]);
+    finish_row(c30, c31, C + 3 * SDC_ATTN_BK, add ? add + 3 * ldadd : NULL, pad, &vmax[3]);
+    finish_row(c40, c41, C + 4 * SDC_ATTN_BK, add ? add + 4 * ldadd : NULL, pad, &vmax[4]);
+    finish_row(c50, c51, C + 5 * SDC_ATTN_BK, add ? add + 5 * ldadd : NULL, pad, &vmax[5]);
+}
+
+/* The score tile s = q kt (+ mask) of keys [kb, kb + nk), with each row's vector max. */
+static void scores(const sdc_attn_block *b, int64_t kb, int64_t nk, __m256 *vmax) {
+    const int64_t valid = b->lk - kb;
+    __m256 pad[2];
+    for (int h = 0; h < 2; h++) { /* lanes of the panel holding key `valid` at or past it */
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        pad[h] = _mm256_castsi256_ps(
+            _mm256_cmpgt_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8 * h + 1)),
+                               _mm256_set1_epi32((int)(valid % 16))));
+    }
+    for (int64_t i = 0; i < b->nq; i++) vmax[i] = _mm256_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < nk; j += 16) {
+        const float *kt = b->kt + kb * b->d + j / 16 * b->d * 16;
+        const bool tail = !b->mask && j + 16 > valid;
+        for (int64_t i = 0; i < b->nq; i += 6)
+            qk_6x16(b->d, b->q + i * b->d, b->d, kt, b->s + i * SDC_ATTN_BK + j,
+                    b->mask ? b->mask + i * b->lkp + kb + j : NULL, b->lkp, tail ? pad : NULL,
+                    vmax + i);
+    }
+}
+
+/* Row i of the score tile into probabilities, given its vector max; returns the factor
+ * that rescales the old output (the sums, max and order of sdc_attn_block_scalar's). */
+static float softmax_row(float *s, int64_t nk, __m256 vmax, float *m, float *l) {
     const float mx = sdc_hmax256(vmax), mnew = mx > *m ? mx : *m;
     if (mnew == -INFINITY) {
         memset(s, 0, sizeof(float) * (size_t)nk);
@@ -78,30 +162,28 @@ static float softmax_update_avx2(float *s, int64_t nk, int64_t valid, const floa
     const __m256 vm = _mm256_set1_ps(mnew);
     __m256 vsum = _mm256_setzero_ps();
     for (int64_t j = 0; j < nk; j += 8) {
-        __m256 e = sdc_exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+        __m256 e = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
         _mm256_storeu_ps(s + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
     /* the vector exp also maps a first -inf running max to 0; libm expf is slower */
-    const float c = _mm256_cvtss_f32(sdc_exp256(_mm256_set1_ps(*m - mnew)));
+    const float c = _mm256_cvtss_f32(exp_nonpos(_mm256_set1_ps(*m - mnew)));
     *l = *l * c + sdc_hsum256(vsum);
     *m = mnew;
     return c;
 }
 
 void sdc_attn_block_avx2(const sdc_attn_block *b) {
+    __m256 vmax[SDC_ATTN_BQ];
     for (int64_t i = 0; i < b->nq; i++) {
         b->m[i] = -INFINITY, b->l[i] = 0;
         memset(b->o + i * b->dvp, 0, sizeof(float) * (size_t)b->dvp);
     }
     for (int64_t kb = 0; kb < b->lk; kb += SDC_ATTN_BK) {
         const int64_t nk = b->lkp - kb < SDC_ATTN_BK ? b->lkp - kb : SDC_ATTN_BK;
-        gemm_nn(b->nq, nk, b->d, b->q, b->d, b->kt + kb * b->d, b->d * 16, b->s, SDC_ATTN_BK,
-                false);
+        scores(b, kb, nk, vmax);
         for (int64_t i = 0; i < b->nq; i++) {
-            const float c =
-                softmax_update_avx2(b->s + i * SDC_ATTN_BK, nk, b->lk - kb,
-                                    b->mask ? b->mask + i * b->lkp + kb : NULL, &b->m[i], &b->l[i]);
+            const float c = softmax_row(b->s + i * SDC_ATTN_BK, nk, vmax[i], &b->m[i], &b->l[i]);
             if (c != 1.0f) {
                 const __m256 vc = _mm256_set1_ps(c);
                 float *o = b->o + i * b->dvp;
