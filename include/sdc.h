@@ -135,6 +135,9 @@ typedef struct sdc_context_params {
     /* --split-mode for modules split across devices (--backend te=a&b): "layer" (default) or
      * "row", or per module "diffusion=row,te=layer"; NULL = layer */
     const char *split_mode;
+    /* --model-args: sd.cpp's extra model arguments, "key=value,..." (qwen_image_zero_cond_t:
+     * Edit 2511 files without its marker; the chroma_* keys are warned about); NULL = none */
+    const char *model_args;
     /* --auto-fit: derive the te/diffusion/vae placement from the weight sizes and the device
      * budgets (--max-vram); --backend, --params-backend and the *-on-cpu shorthands are then
      * ignored with a warning (docs/devices.md) */

@@ -16,6 +16,7 @@
 #include "cpu/quant_dispatch.h"
 #include "io/model_loader.h"
 #include "pipeline/convert.h"
+#include "pipeline/model_args.h"
 #include "pipeline/registry.h"
 #include "placement/autofit.h"
 #include "placement/devices.h"
@@ -435,6 +436,8 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
         goto fail;
     if (!p.auto_fit && (s = sdc_placement_parse(&p, &ctx->placement)) != SDC_OK) goto fail;
     ctx->flow_shift = p.flow_shift;
+    sdc_model_args margs;
+    if ((s = sdc_model_args_parse(p.model_args, &margs)) != SDC_OK) goto fail;
     if ((s = open_files(ctx, &p)) != SDC_OK) goto fail;
     if ((s = detect_family(ctx)) != SDC_OK) goto fail;
     if (p.auto_fit && (s = auto_fit(ctx, &p)) != SDC_OK) goto fail;
@@ -450,7 +453,11 @@ sdc_status sdc_context_create(const sdc_context_params *params, sdc_context **ou
     if ((s = sdc_convert_loaded_weights(ctx->weights, p.weight_type, p.tensor_type_rules, p.imatrix,
                                         p.n_threads, &spill, &ctx->converted)) != SDC_OK)
         goto fail;
-    sdc_family_load_args la = {.weights = ctx->weights, .params = &p, .t5_file = ctx->t5_file};
+    if (margs.qwen_image_zero_cond_t && ctx->family != SDC_FAMILY_QWEN_IMAGE)
+        SDC_LOGW("--model-args: qwen_image_zero_cond_t applies to Qwen-Image, not %s; ignored",
+                 sdc_model_family_name(ctx->family));
+    sdc_family_load_args la = {
+        .weights = ctx->weights, .params = &p, .model_args = &margs, .t5_file = ctx->t5_file};
     if ((s = load(&la, &ctx->m)) != SDC_OK) goto fail;
     if ((s = create_backends(ctx, threads_asked > 0 ? ctx->n_threads : -1)) != SDC_OK) goto fail;
     if ((s = apply_split_mode(ctx, p.split_mode)) != SDC_OK) goto fail;

@@ -155,7 +155,8 @@ struct sdc_tokenizer;
 typedef struct sdc_family_load_args {
     struct sdc_loader *weights;
     const sdc_context_params *params;
-    int t5_file; /* loader index of the --t5xxl file, -1 if none */
+    const struct sdc_model_args *model_args; /* --model-args, parsed */
+    int t5_file;                             /* loader index of the --t5xxl file, -1 if none */
 } sdc_family_load_args;
 
 typedef sdc_status (*sdc_family_load_fn)(const sdc_family_load_args *a, sdc_family_modules *out);

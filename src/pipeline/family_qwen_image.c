@@ -22,6 +22,7 @@
 #include "models/qwen_image_dit.h"
 #include "models/wan_vae.h"
 #include "pipeline/family.h"
+#include "pipeline/model_args.h"
 #include "pipeline/qwen2_tokenizer_source.h"
 #include "text/qwen2_tokenizer.h"
 
@@ -348,6 +349,7 @@ static sdc_status load_vision(qwen_family *f) {
 static sdc_status load_parts(qwen_family *f, const sdc_family_load_args *a) {
     const sdc_context_params *p = a->params;
     sdc_qwen_dit_options opt = {.positions = SDC_QWEN_POS_SDCPP, .ggml_numerics = true};
+    opt.zero_cond_t = a->model_args && a->model_args->qwen_image_zero_cond_t;
     sdc_status s = sdc_qwen_dit_load(&f->ws, PREFIX_DIT, &opt, &f->dit);
     if (s == SDC_OK) s = sdc_qwen25vl_llm_load(&f->ws, PREFIX_LLM, 0, &f->llm);
     if (s == SDC_OK) sdc_qwen25vl_llm_set_sdcpp_numerics(f->llm, true);

@@ -1,14 +1,11 @@
 /* --ref-image-args: sd.cpp's reference-image presets and key=value overrides. */
 #include "pipeline/ref_image_args.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/log.h"
+#include "pipeline/kv_list.h"
 
 typedef struct preset {
     const char *name;
@@ -55,65 +52,6 @@ static const preset *find_preset(const char *name) {
     return NULL;
 }
 
-/* One key=value item, trimmed, in key/value (each at most 63 bytes). */
-typedef struct kv {
-    char key[64], value[64];
-} kv;
-
-static void trim_copy(char *dst, size_t n, const char *s, size_t len) {
-    while (len && isspace((unsigned char)*s)) s++, len--;
-    while (len && isspace((unsigned char)s[len - 1])) len--;
-    if (len >= n) len = n - 1;
-    memcpy(dst, s, len);
-    dst[len] = '\0';
-}
-
-/* Splits args into at most max items, *n of them. */
-static sdc_status split(const char *args, kv *items, int max, int *count) {
-    int n = 0;
-    const char *s = args;
-    while (*s) {
-        size_t len = strcspn(s, ",;");
-        char item[160];
-        if (len >= sizeof item)
-            return sdc_fail(SDC_ERR_INVALID_ARG, "--ref-image-args: item '%.40s...' too long", s);
-        trim_copy(item, sizeof item, s, len);
-        s += len + (s[len] != '\0');
-        if (!item[0]) continue;
-        const char *eq = strchr(item, '=');
-        if (!eq)
-            return sdc_fail(SDC_ERR_INVALID_ARG, "--ref-image-args: '%s' is not key=value", item);
-        if (n == max)
-            return sdc_fail(SDC_ERR_INVALID_ARG, "--ref-image-args: more than %d items", max);
-        if ((size_t)(eq - item) >= sizeof items[n].key || strlen(eq + 1) >= sizeof items[n].value)
-            return sdc_fail(SDC_ERR_INVALID_ARG, "--ref-image-args: item '%s' too long", item);
-        trim_copy(items[n].key, sizeof items[n].key, item, (size_t)(eq - item));
-        trim_copy(items[n].value, sizeof items[n].value, eq + 1, strlen(eq + 1));
-        n++;
-    }
-    *count = n;
-    return SDC_OK;
-}
-
-/* sd.cpp's strict bool: 1/true/yes/on, 0/false/no/off, any case. */
-static bool parse_bool(const char *v, bool *out) {
-    static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
-    for (int i = 0; i < 4; i++) {
-        if (!strcasecmp(v, yes[i])) return *out = true, true;
-        if (!strcasecmp(v, no[i])) return *out = false, true;
-    }
-    return false;
-}
-
-static bool parse_int(const char *v, int *out) {
-    char *end = NULL;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || errno || x < INT_MIN || x > INT_MAX) return false;
-    *out = (int)x;
-    return true;
-}
-
 static bool parse_enum(const char *v, const char *const *names, int n, int *out) {
     for (int i = 0; i < n; i++)
         if (!strcmp(v, names[i])) return *out = i, true;
@@ -121,7 +59,7 @@ static bool parse_enum(const char *v, const char *const *names, int n, int *out)
 }
 
 /* Applies one override; false: the value is not valid for the key, or the key unknown. */
-static sdc_status apply(const kv *it, sdc_ref_image_opts *o) {
+static sdc_status apply(const sdc_kv *it, sdc_ref_image_opts *o) {
     static const char *const index_names[] = {"fixed", "increase", "decrease"};
     static const char *const resize_names[] = {"none", "longest_side", "area"};
     const char *k = it->key, *v = it->value;
@@ -129,19 +67,19 @@ static sdc_status apply(const kv *it, sdc_ref_image_opts *o) {
     int e = 0;
     if (!strcmp(k, "preset") || !strcmp(k, "vlm_size")) return SDC_OK; /* handled apart */
     if (!strcmp(k, "pass_to_vlm"))
-        ok = parse_bool(v, &o->pass_to_vlm);
+        ok = sdc_kv_bool(v, &o->pass_to_vlm);
     else if (!strcmp(k, "pass_to_dit"))
-        ok = parse_bool(v, &o->pass_to_dit);
+        ok = sdc_kv_bool(v, &o->pass_to_dit);
     else if (!strcmp(k, "force_ref_timestep_zero"))
-        ok = parse_bool(v, &o->force_ref_timestep_zero);
+        ok = sdc_kv_bool(v, &o->force_ref_timestep_zero);
     else if (!strcmp(k, "resize_before_vae"))
-        ok = parse_bool(v, &o->resize_before_vae);
+        ok = sdc_kv_bool(v, &o->resize_before_vae);
     else if (!strcmp(k, "vae_input_max_pixels"))
-        ok = parse_int(v, &o->vae_input_max_pixels);
+        ok = sdc_kv_int(v, &o->vae_input_max_pixels);
     else if (!strcmp(k, "vlm_max_size"))
-        ok = parse_int(v, &o->vlm_max_size);
+        ok = sdc_kv_int(v, &o->vlm_max_size);
     else if (!strcmp(k, "vlm_min_size"))
-        ok = parse_int(v, &o->vlm_min_size);
+        ok = sdc_kv_int(v, &o->vlm_min_size);
     else if (!strcmp(k, "ref_index_mode")) {
         if ((ok = parse_enum(v, index_names, 3, &e))) o->ref_index = (sdc_ref_index_mode)e;
     } else if (!strcmp(k, "vlm_resize_mode")) {
@@ -163,9 +101,9 @@ sdc_status sdc_ref_image_opts_parse(const char *args, const char *preset_name,
                                     sdc_ref_image_opts *out) {
     const preset *p = find_preset(preset_name ? preset_name : "default");
     if (!p) return sdc_fail(SDC_ERR_INTERNAL, "ref image preset '%s' unknown", preset_name);
-    kv items[32];
+    sdc_kv items[32];
     int n = 0;
-    sdc_status s = args ? split(args, items, 32, &n) : SDC_OK;
+    sdc_status s = args ? sdc_kv_split("--ref-image-args", args, items, 32, &n) : SDC_OK;
     if (s != SDC_OK) return s;
     /* the first preset= item picks the preset (sd.cpp reads only the first) */
     for (int i = 0; i < n; i++) {
@@ -185,7 +123,7 @@ sdc_status sdc_ref_image_opts_parse(const char *args, const char *preset_name,
     for (int i = 0; i < n; i++) { /* the first vlm_size sets both bounds */
         if (strcmp(items[i].key, "vlm_size")) continue;
         int v = 0;
-        if (!parse_int(items[i].value, &v))
+        if (!sdc_kv_int(items[i].value, &v))
             return sdc_fail(SDC_ERR_INVALID_ARG, "--ref-image-args: invalid value '%s' for '%s'",
                             items[i].value, items[i].key);
         out->vlm_min_size = out->vlm_max_size = v;

@@ -72,7 +72,7 @@ STATUS = r"""
 --lora-model-dir | lib | library | dir | @DIR | ctx.lora_model_dir | - | both | - | DIR | folder of LoRAs named by <lora:name:weight> in the prompt
 --hires-upscalers-dir | works | cli | dir | @DIR | gen.hires_upscalers_dir | - | both | - | DIR | folder of hires upscaler models (ESRGAN), named by --hires-upscaler without extension
 --tensor-type-rules | works | cli | list | ^t5=f16 | ctx.tensor_type_rules | JOIN | both | - | RULES | weight type per tensor-name pattern, e.g. "^vae\.=f16,model\.=q8_0" (repeats are joined with ',')
---model-args | error | cli | list | chroma_use_dit_mask=false | - | JOIN | both | - | LIST | model arguments (Chroma, Qwen-Image) are not supported yet
+--model-args | lib | library | list | chroma_use_dit_mask=false | ctx.model_args | JOIN | both | - | LIST | extra model arguments, key=value list: qwen_image_zero_cond_t (Qwen-Image-Edit 2511 files without the marker tensor); chroma_use_dit_mask, chroma_use_t5_mask, chroma_t5_mask_pad are checked and ignored (Chroma is not loaded)
 --photo-maker | error | cli | path | @T5 | - | - | both | - | PATH | PhotoMaker is not supported yet
 --pulid-weights | error | cli | path | @T5 | - | - | both | - | PATH | PuLID is not supported yet
 --upscale-model | works | cli | path | @ESRGAN | ctx.upscale_model_path | - | cli | - | PATH | ESRGAN upscaler (RealESRGAN_x4plus, anime 6B, x2/x1 models) run on each generated image before it is saved, or on -i with -M upscale
@@ -412,6 +412,7 @@ LIB_EXPECT = {
     "--vae-tile-overlap": "warning", "--taesd-preview-only": "warning",
     "--qwen-image-layers": "ok", "--ref-image": "error", "--ref-image-args": "warning",
     "--disable-auto-resize-ref-image": "warning", "--increase-ref-index": "warning",
+    "--model-args": "warning",
 }
 
 if __name__ == "__main__":

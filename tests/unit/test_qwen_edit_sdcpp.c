@@ -3,7 +3,8 @@
  * e1: Edit (2509-style: the plain DiT) with one 240x180 -r image; e2: Edit 2511 (the DiT with
  * __index_timestep_zero__, so zero_cond_t) with two -r images and a negative prompt; e3: e1's
  * setup with --img-cfg-scale 1.6 (the reference-free third branch); e4: two -r images with
- * --ref-image-args (fixed reference index, longest-side vision resize, a smaller VAE input). The
+ * --ref-image-args (fixed reference index, longest-side vision resize, a smaller VAE input);
+ * e2m: e2 from the plain DiT with --model-args qwen_image_zero_cond_t=true (same image). The
  * checkpoints are not stored: the test looks in $SDC_QWEN_IMAGE_DIR (default ../qwen_ckpt
  * beside the checkout) for make_qwen_image_random.py's DiT and VAE and make_qwen_edit_random.py's
  * LLM with vision tower and 2511 DiT, and is skipped without them. Every pixel and channel
@@ -32,11 +33,13 @@ static bool have(const char *dir, const char *file, char *buf, size_t n) {
 }
 
 /* One case: its own context (the DiT differs between cases), every -r image as sd-cli
- * loads it (RGB), the image compared. Returns 1 when it ran. */
-static int run_case(const cJSON *run, const char *dir, const char *llm) {
-    const char *id = jstr(run, "id");
+ * loads it (RGB), the image compared with png/ID.png. dit_file / model_args (NULL: the
+ * run's / none) and label (NULL: the id) make variants of a run. Returns 1 when it ran. */
+static int run_case(const cJSON *run, const char *dir, const char *llm, const char *dit_file,
+                    const char *model_args, const char *label) {
+    const char *id = label ? label : jstr(run, "id");
     char dit[1024], vae[1024];
-    if (!have(dir, jstr(run, "dit"), dit, sizeof dit) ||
+    if (!have(dir, dit_file ? dit_file : jstr(run, "dit"), dit, sizeof dit) ||
         !have(dir, jstr(run, "vae"), vae, sizeof vae)) {
         CHECK(false, "%s: checkpoints missing in %s", id, dir);
         return 0;
@@ -48,6 +51,7 @@ static int run_case(const cJSON *run, const char *dir, const char *llm) {
     cp.vae_path = vae;
     cp.n_threads = 2;
     cp.flow_shift = (float)jnum(run, "flow_shift");
+    cp.model_args = model_args;
     sdc_context *ctx = NULL;
     CHECK(sdc_context_create(&cp, &ctx) == SDC_OK, "%s: context: %s", id, sdc_last_error());
     if (!ctx) return 0;
@@ -71,7 +75,7 @@ static int run_case(const cJSON *run, const char *dir, const char *llm) {
     CHECK(!ok || (s == SDC_OK && n == 1), "%s: generate: %s", id, sdc_last_error());
     if (ok && s == SDC_OK && n == 1) {
         char png[1024];
-        snprintf(png, sizeof png, "%s/png/%s.png", DATA, id);
+        snprintf(png, sizeof png, "%s/png/%s.png", DATA, jstr(run, "id"));
         printf("%s (%s, %d -r, %d steps, seed %lld, cfg %.1f, img cfg %.1f, ref args '%s'): ", id,
                jstr(run, "variant"), n_refs, p.steps, (long long)p.seed, (double)p.cfg_scale,
                (double)p.img_cfg_scale, p.ref_image_args);
@@ -109,9 +113,18 @@ int main(void) {
     const cJSON *run;
     int expected = 0, compared = 0;
     cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(root, "runs")) {
-        if (jnum(run, "rc") != 0 || !wanted(jstr(run, "id"))) continue;
-        expected++;
-        compared += run_case(run, dir, llm);
+        if (jnum(run, "rc") != 0) continue;
+        if (wanted(jstr(run, "id"))) {
+            expected++;
+            compared += run_case(run, dir, llm, NULL, NULL, NULL);
+        }
+        /* e2m: e2 with the plain DiT (the 2511 file's tensors without its marker) and
+         * --model-args qwen_image_zero_cond_t=true, sd.cpp's way for such files: e2's image */
+        if (!strcmp(jstr(run, "id"), "e2") && wanted("e2m")) {
+            expected++;
+            compared += run_case(run, dir, llm, "qwen_image_dit_1001.safetensors",
+                                 "qwen_image_zero_cond_t=true", "e2m");
+        }
     }
     CHECK(expected > 0, "no case picked by SDC_QWEN_EDIT_CASES");
     CHECK(compared == expected, "compared %d of %d Edit runs", compared, expected);

@@ -109,8 +109,11 @@ const sdc_cli_opt sdc_cli_opts[] = {
      G_CONTEXT, NULL, NULL, "RULES",
      "weight type per tensor-name pattern, e.g. \"^vae\\.=f16,model\\.=q8_0\" (repeats are joined "
      "with ',')"},
-    {NULL, "--model-args", K_STR, O_JOIN, NONE, ST_ERROR, P_CLI | P_SRV, G_CONTEXT, NULL, NULL,
-     "LIST", "model arguments (Chroma, Qwen-Image) are not supported yet"},
+    {NULL, "--model-args", K_STR, O_JOIN, T(ctx.model_args), ST_LIB, P_CLI | P_SRV, G_CONTEXT, NULL,
+     NULL, "LIST",
+     "extra model arguments, key=value list: qwen_image_zero_cond_t (Qwen-Image-Edit 2511 files "
+     "without the marker tensor); chroma_use_dit_mask, chroma_use_t5_mask, chroma_t5_mask_pad are "
+     "checked and ignored (Chroma is not loaded)"},
     {NULL, "--photo-maker", K_STR, O_NONE, NONE, ST_ERROR, P_CLI | P_SRV, G_CONTEXT, NULL, NULL,
      "PATH", "PhotoMaker is not supported yet"},
     {NULL, "--pulid-weights", K_STR, O_NONE, NONE, ST_ERROR, P_CLI | P_SRV, G_CONTEXT, NULL, NULL,
