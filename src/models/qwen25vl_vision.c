@@ -10,12 +10,48 @@
 
 typedef struct vis_block {
     sdc_tensor *norm1, *norm2, *qkv, *qkv_b, *proj, *proj_b;
+    sdc_tensor *q, *q_b, *k, *k_b, *v, *v_b; /* llama.cpp's split projections (qkv NULL) */
     sdc_tensor *gate, *gate_b, *up, *up_b, *down, *down_b;
 } vis_block;
 
+/* The tensor names of a checkpoint: transformers' (ComfyUI's qwen_2.5_vl_7b.safetensors) or
+ * llama.cpp's mmproj GGUF (clip.cpp: q, k and v apart, the patch kernel per frame). */
+typedef struct vis_names {
+    const char *blk; /* block prefix, %d = index */
+    const char *norm1, *norm2, *qkv, *q, *k, *v, *proj, *gate, *up, *down;
+    const char *ln_q, *mlp0, *mlp2;
+    const char *patch[2]; /* the Conv3d kernel split per frame, [O, C, P, P] each */
+} vis_names;
+
+static const vis_names k_hf = {
+    "visual.blocks.%d.",
+    "norm1",
+    "norm2",
+    "attn.qkv",
+    NULL,
+    NULL,
+    NULL,
+    "attn.proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+    "visual.merger.ln_q",
+    "visual.merger.mlp.0",
+    "visual.merger.mlp.2",
+    /* sd.cpp's own split of the Conv3d */
+    {"visual.patch_embed.proj.0.weight", "visual.patch_embed.proj.1.weight"}};
+static const vis_names k_mmproj = {
+    "v.blk.%d.", "ln1",      "ln2",
+    NULL,        "attn_q",   "attn_k",
+    "attn_v",    "attn_out", "ffn_gate",
+    "ffn_up",    "ffn_down", "v.post_ln",
+    "mm.0",      "mm.2",     {"v.patch_embd.weight", "v.patch_embd.weight.1"}};
+
 struct sdc_qwen25vl_vision {
     sdc_qwen25vl_vision_config cfg;
-    sdc_tensor *patch_w; /* Conv3d [O, C, T, P, P] as ne=[P, P, T, O*C] (or [P, P, T, O] 4-D) */
+    const vis_names *names;
+    sdc_tensor *patch_w;    /* Conv3d [O, C, T, P, P] as ne=[P, P, T, O*C] (or [P, P, T, O] 4-D) */
+    sdc_tensor *patch_t[2]; /* or split per frame, ne [P, P, C, O] each (patch_w NULL) */
     vis_block *blocks;
     sdc_tensor *ln_q, *mlp0, *mlp0_b, *mlp2, *mlp2_b;
     sdc_weight_copies owned; /* F32 copies of norms and biases stored otherwise */
@@ -24,10 +60,26 @@ struct sdc_qwen25vl_vision {
 
 #define PATCH_W "visual.patch_embed.proj.weight"
 
+/* Which names the weights under prefix use, NULL for none: the patch kernel (whole or per
+ * frame), block 0's first projection and the merger's last Linear must be there. */
+static const vis_names *find_names(const sdc_weight_source *ws, const char *prefix) {
+    const vis_names *all[] = {&k_hf, &k_mmproj};
+    for (int i = 0; i < 2; i++) {
+        const vis_names *nm = all[i];
+        char b[96], w[160];
+        snprintf(b, sizeof b, nm->blk, 0);
+        snprintf(w, sizeof w, "%s%s.weight", b, nm->qkv ? nm->qkv : nm->q);
+        snprintf(b, sizeof b, "%s.weight", nm->mlp2);
+        bool patch = (nm == &k_hf && sdc_weight_find(ws, prefix, PATCH_W)) ||
+                     (sdc_weight_find(ws, prefix, nm->patch[0]) &&
+                      sdc_weight_find(ws, prefix, nm->patch[1]));
+        if (patch && sdc_weight_find(ws, prefix, w) && sdc_weight_find(ws, prefix, b)) return nm;
+    }
+    return NULL;
+}
+
 bool sdc_qwen25vl_vision_detect(const sdc_weight_source *ws, const char *prefix) {
-    return sdc_weight_find(ws, prefix ? prefix : "", PATCH_W) &&
-           sdc_weight_find(ws, prefix ? prefix : "", "visual.blocks.0.attn.qkv.weight") &&
-           sdc_weight_find(ws, prefix ? prefix : "", "visual.merger.mlp.2.weight");
+    return find_names(ws, prefix ? prefix : "") != NULL;
 }
 
 static sdc_status f32(sdc_qwen25vl_vision *m, sdc_tensor **w) {
@@ -44,45 +96,77 @@ static sdc_status req(const sdc_weight_source *ws, const char *prefix, const cha
     return sdc_weight_require(ws, prefix, name, n1 ? 2 : 1, ne, out);
 }
 
-/* Sizes from the Conv3d, block 0's norm / gate and merger.mlp.2, and the block count. */
+/* The patch embedding: the Conv3d kernel whole, or one [O, C, P, P] kernel per frame. */
+static sdc_status read_patch(sdc_qwen25vl_vision *m, const sdc_weight_source *ws,
+                             const char *prefix) {
+    sdc_qwen25vl_vision_config *c = &m->cfg;
+    sdc_tensor *pw = m->names == &k_hf ? sdc_weight_find(ws, prefix, PATCH_W) : NULL;
+    if (pw) {
+        c->patch = (int)pw->ne[0];
+        c->temporal_patch = (int)pw->ne[2];
+        /* the loader folds [O, C, T, P, P] into ne[3] = O*C; 3 input channels */
+        if (pw->ne[1] != pw->ne[0] || pw->ne[3] != 3 * (int64_t)c->hidden || c->patch < 1)
+            return sdc_fail(SDC_ERR_FORMAT,
+                            "qwen2.5-vl vision: '%s%s' has ne [%lld, %lld, %lld, %lld], expected "
+                            "[P, P, T, 3*%d] (Conv3d [%d, 3, T, P, P])",
+                            prefix, PATCH_W, (long long)pw->ne[0], (long long)pw->ne[1],
+                            (long long)pw->ne[2], (long long)pw->ne[3], c->hidden, c->hidden);
+        m->patch_w = pw;
+        return SDC_OK;
+    }
+    for (int t = 0; t < 2; t++) {
+        sdc_tensor *w = sdc_weight_find(ws, prefix, m->names->patch[t]);
+        if (!w || w->ne[0] < 1 || w->ne[1] != w->ne[0] || w->ne[2] != 3 || w->ne[3] != c->hidden ||
+            (w->type != SDC_TYPE_F32 && w->type != SDC_TYPE_F16 && w->type != SDC_TYPE_BF16) ||
+            (t && w->ne[0] != m->patch_t[0]->ne[0]))
+            return sdc_fail(SDC_ERR_FORMAT,
+                            "qwen2.5-vl vision: '%s%s' is missing or not a float [%d, 3, P, P] "
+                            "kernel (one frame of the patch Conv3d)",
+                            prefix, m->names->patch[t], c->hidden);
+        m->patch_t[t] = w;
+    }
+    c->patch = (int)m->patch_t[0]->ne[0];
+    c->temporal_patch = 2;
+    return SDC_OK;
+}
+
+/* Sizes from the patch kernel, block 0's norm / gate and the merger's last Linear, and the
+ * block count. */
 static sdc_status read_config(sdc_qwen25vl_vision *m, const sdc_weight_source *ws,
                               const char *prefix, int head_dim, int window, uint64_t full) {
     sdc_qwen25vl_vision_config *c = &m->cfg;
-    char name[128];
-    sdc_tensor *pw = sdc_weight_find(ws, prefix, PATCH_W), *t;
-    if (!pw) return sdc_fail(SDC_ERR_FORMAT, "qwen2.5-vl vision: no '%s%s'", prefix, PATCH_W);
-    sdc_tensor *n1 = sdc_weight_find(ws, prefix, "visual.blocks.0.norm1.weight");
+    const vis_names *nm = m->names;
+    char name[160], blk[96];
+    sdc_tensor *t;
+    snprintf(blk, sizeof blk, nm->blk, 0);
+    snprintf(name, sizeof name, "%s%s.weight", blk, nm->norm1);
+    sdc_tensor *n1 = sdc_weight_find(ws, prefix, name);
     if (!n1 || n1->ne[1] != 1)
-        return sdc_fail(SDC_ERR_FORMAT,
-                        "qwen2.5-vl vision: no 1-D '%svisual.blocks.0.norm1.weight'", prefix);
+        return sdc_fail(SDC_ERR_FORMAT, "qwen2.5-vl vision: no 1-D '%s%s'", prefix, name);
     c->hidden = (int)n1->ne[0];
-    c->patch = (int)pw->ne[0];
-    c->temporal_patch = (int)pw->ne[2];
-    /* the loader folds [O, C, T, P, P] into ne[3] = O*C; 3 input channels */
-    if (pw->ne[1] != pw->ne[0] || pw->ne[3] != 3 * (int64_t)c->hidden || c->patch < 1)
-        return sdc_fail(SDC_ERR_FORMAT,
-                        "qwen2.5-vl vision: '%s%s' has ne [%lld, %lld, %lld, %lld], expected "
-                        "[P, P, T, 3*%d] (Conv3d [%d, 3, T, P, P])",
-                        prefix, PATCH_W, (long long)pw->ne[0], (long long)pw->ne[1],
-                        (long long)pw->ne[2], (long long)pw->ne[3], c->hidden, c->hidden);
-    m->patch_w = pw;
+    sdc_status s = read_patch(m, ws, prefix);
+    if (s) return s;
+    const char *first = nm->qkv ? nm->qkv : nm->q;
     while (c->n_layers < 64) {
-        snprintf(name, sizeof name, "visual.blocks.%d.attn.qkv.weight", c->n_layers);
+        snprintf(blk, sizeof blk, nm->blk, c->n_layers);
+        snprintf(name, sizeof name, "%s%s.weight", blk, first);
         if (!sdc_weight_find(ws, prefix, name)) break;
         c->n_layers++;
     }
-    snprintf(name, sizeof name, "visual.blocks.%d.attn.qkv.weight", c->n_layers);
+    snprintf(blk, sizeof blk, nm->blk, c->n_layers);
+    snprintf(name, sizeof name, "%s%s.weight", blk, first);
     if (c->n_layers == 0 || sdc_weight_find(ws, prefix, name))
-        return sdc_fail(SDC_ERR_FORMAT, "qwen2.5-vl vision: %s blocks under '%svisual.blocks.'",
-                        c->n_layers ? "more than 64" : "no", prefix);
+        return sdc_fail(SDC_ERR_FORMAT, "qwen2.5-vl vision: %s blocks under '%s%s'",
+                        c->n_layers ? "more than 64" : "no", prefix, nm->blk);
     int64_t ne[2] = {c->hidden, -1};
-    sdc_status s =
-        sdc_weight_require(ws, prefix, "visual.blocks.0.mlp.gate_proj.weight", 2, ne, &t);
-    if (s) return s;
+    snprintf(blk, sizeof blk, nm->blk, 0);
+    snprintf(name, sizeof name, "%s%s.weight", blk, nm->gate);
+    if ((s = sdc_weight_require(ws, prefix, name, 2, ne, &t))) return s;
     c->mlp = (int)t->ne[1];
     c->merge = 2;
     int64_t ne2[2] = {(int64_t)c->hidden * c->merge * c->merge, -1};
-    s = sdc_weight_require(ws, prefix, "visual.merger.mlp.2.weight", 2, ne2, &t);
+    snprintf(name, sizeof name, "%s.weight", nm->mlp2);
+    s = sdc_weight_require(ws, prefix, name, 2, ne2, &t);
     if (s) return s;
     c->out_hidden = (int)t->ne[1];
     c->head_dim = head_dim > 0 ? head_dim : 80;
@@ -105,30 +189,41 @@ static sdc_status read_config(sdc_qwen25vl_vision *m, const sdc_weight_source *w
 static sdc_status load_block(sdc_qwen25vl_vision *m, const sdc_weight_source *ws,
                              const char *prefix, int l) {
     const sdc_qwen25vl_vision_config *c = &m->cfg;
+    const vis_names *nm = m->names;
     vis_block *B = &m->blocks[l];
-    char b[64];
+    char b[128], blk[96];
     int64_t h = c->hidden, ff = c->mlp;
     sdc_status s = SDC_OK;
+    snprintf(blk, sizeof blk, nm->blk, l);
 #define R(field, base, suf, n0, n1)                                                                \
     if (!s) {                                                                                      \
-        snprintf(b, sizeof b, "visual.blocks.%d.%s", l, base);                                     \
+        snprintf(b, sizeof b, "%s%s", blk, base);                                                  \
         s = req(ws, prefix, b, suf, n0, n1, &B->field);                                            \
     }
-    R(norm1, "norm1", ".weight", h, 0);
-    R(norm2, "norm2", ".weight", h, 0);
-    R(qkv, "attn.qkv", ".weight", h, 3 * h);
-    R(qkv_b, "attn.qkv", ".bias", 3 * h, 0);
-    R(proj, "attn.proj", ".weight", h, h);
-    R(proj_b, "attn.proj", ".bias", h, 0);
-    R(gate, "mlp.gate_proj", ".weight", h, ff);
-    R(gate_b, "mlp.gate_proj", ".bias", ff, 0);
-    R(up, "mlp.up_proj", ".weight", h, ff);
-    R(up_b, "mlp.up_proj", ".bias", ff, 0);
-    R(down, "mlp.down_proj", ".weight", ff, h);
-    R(down_b, "mlp.down_proj", ".bias", h, 0);
+    R(norm1, nm->norm1, ".weight", h, 0);
+    R(norm2, nm->norm2, ".weight", h, 0);
+    if (nm->qkv) {
+        R(qkv, nm->qkv, ".weight", h, 3 * h);
+        R(qkv_b, nm->qkv, ".bias", 3 * h, 0);
+    } else {
+        R(q, nm->q, ".weight", h, h);
+        R(q_b, nm->q, ".bias", h, 0);
+        R(k, nm->k, ".weight", h, h);
+        R(k_b, nm->k, ".bias", h, 0);
+        R(v, nm->v, ".weight", h, h);
+        R(v_b, nm->v, ".bias", h, 0);
+    }
+    R(proj, nm->proj, ".weight", h, h);
+    R(proj_b, nm->proj, ".bias", h, 0);
+    R(gate, nm->gate, ".weight", h, ff);
+    R(gate_b, nm->gate, ".bias", ff, 0);
+    R(up, nm->up, ".weight", h, ff);
+    R(up_b, nm->up, ".bias", ff, 0);
+    R(down, nm->down, ".weight", ff, h);
+    R(down_b, nm->down, ".bias", h, 0);
 #undef R
-    sdc_tensor **small[] = {&B->norm1,  &B->norm2, &B->qkv_b, &B->proj_b,
-                            &B->gate_b, &B->up_b,  &B->down_b};
+    sdc_tensor **small[] = {&B->norm1, &B->norm2,  &B->qkv_b,  &B->q_b,  &B->k_b,
+                            &B->v_b,   &B->proj_b, &B->gate_b, &B->up_b, &B->down_b};
     for (size_t i = 0; i < sizeof small / sizeof *small && !s; i++) s = f32(m, small[i]);
     return s;
 }
@@ -139,17 +234,23 @@ sdc_status sdc_qwen25vl_vision_load(const sdc_weight_source *ws, const char *pre
     if (!prefix) prefix = "";
     sdc_qwen25vl_vision *m = calloc(1, sizeof *m);
     if (!m) return sdc_fail(SDC_ERR_NO_MEMORY, "qwen2.5-vl vision: out of memory");
-    sdc_status s = read_config(m, ws, prefix, head_dim, window, full_attn);
+    m->names = find_names(ws, prefix);
+    sdc_status s = m->names ? read_config(m, ws, prefix, head_dim, window, full_attn)
+                            : sdc_fail(SDC_ERR_FORMAT,
+                                       "qwen2.5-vl vision: no vision tower under '%s' (looked for "
+                                       "transformers' visual.* and llama.cpp's mmproj v.* names)",
+                                       prefix);
     const sdc_qwen25vl_vision_config *c = &m->cfg;
     if (!s && !(m->blocks = calloc((size_t)c->n_layers, sizeof *m->blocks)))
         s = sdc_fail(SDC_ERR_NO_MEMORY, "qwen2.5-vl vision: out of memory");
     for (int l = 0; !s && l < c->n_layers; l++) s = load_block(m, ws, prefix, l);
     int64_t h = c->hidden, hm = h * c->merge * c->merge;
-    if (!s) s = req(ws, prefix, "visual.merger.ln_q", ".weight", h, 0, &m->ln_q);
-    if (!s) s = req(ws, prefix, "visual.merger.mlp.0", ".weight", hm, hm, &m->mlp0);
-    if (!s) s = req(ws, prefix, "visual.merger.mlp.0", ".bias", hm, 0, &m->mlp0_b);
-    if (!s) s = req(ws, prefix, "visual.merger.mlp.2", ".weight", hm, c->out_hidden, &m->mlp2);
-    if (!s) s = req(ws, prefix, "visual.merger.mlp.2", ".bias", c->out_hidden, 0, &m->mlp2_b);
+    const vis_names *nm = m->names;
+    if (!s) s = req(ws, prefix, nm->ln_q, ".weight", h, 0, &m->ln_q);
+    if (!s) s = req(ws, prefix, nm->mlp0, ".weight", hm, hm, &m->mlp0);
+    if (!s) s = req(ws, prefix, nm->mlp0, ".bias", hm, 0, &m->mlp0_b);
+    if (!s) s = req(ws, prefix, nm->mlp2, ".weight", hm, c->out_hidden, &m->mlp2);
+    if (!s) s = req(ws, prefix, nm->mlp2, ".bias", c->out_hidden, 0, &m->mlp2_b);
     if (!s) s = f32(m, &m->ln_q);
     if (!s) s = f32(m, &m->mlp0_b);
     if (!s) s = f32(m, &m->mlp2_b);
@@ -275,14 +376,19 @@ static sdc_tensor *linear(sdc_graph *g, const sdc_qwen25vl_vision *m, sdc_tensor
     return sdc_add(g, mm(g, m, w, x), b);
 }
 
-/* One third of the fused qkv [3*hidden, n] as rotated (or not) heads [D, n, heads]. */
+/* [hidden, n] as rotated (or not) heads [D, n, heads]. */
+static sdc_tensor *heads(sdc_graph *g, const sdc_qwen25vl_vision_config *c, sdc_tensor *x,
+                         sdc_tensor *cs, sdc_tensor *sn) {
+    x = sdc_reshape_3d(g, x, c->head_dim, c->n_heads, x->ne[1]);
+    if (cs) x = sdc_rope(g, x, cs, sn, SDC_ROPE_HALF);
+    return sdc_cont(g, sdc_permute(g, x, 0, 2, 1, 3));
+}
+
+/* One third of the fused qkv [3*hidden, n] as heads. */
 static sdc_tensor *qkv_part(sdc_graph *g, const sdc_qwen25vl_vision_config *c, sdc_tensor *qkv,
                             int part, sdc_tensor *cs, sdc_tensor *sn) {
     int64_t n = qkv->ne[1], ne[4] = {c->hidden, n, 1, 1}, off[4] = {(int64_t)part * c->hidden, 0};
-    sdc_tensor *x = sdc_cont(g, sdc_slice(g, qkv, ne, off));
-    x = sdc_reshape_3d(g, x, c->head_dim, c->n_heads, n);
-    if (cs) x = sdc_rope(g, x, cs, sn, SDC_ROPE_HALF);
-    return sdc_cont(g, sdc_permute(g, x, 0, 2, 1, 3));
+    return heads(g, c, sdc_cont(g, sdc_slice(g, qkv, ne, off)), cs, sn);
 }
 
 static sdc_tensor *block(sdc_graph *g, const sdc_qwen25vl_vision *m, int l, sdc_tensor *x,
@@ -291,9 +397,16 @@ static sdc_tensor *block(sdc_graph *g, const sdc_qwen25vl_vision *m, int l, sdc_
     const vis_block *B = &m->blocks[l];
     int64_t n = x->ne[1];
     sdc_tensor *h = sdc_rms_norm(g, x, B->norm1, c->rms_eps);
-    sdc_tensor *qkv = linear(g, m, B->qkv, B->qkv_b, h);
-    sdc_tensor *q = qkv_part(g, c, qkv, 0, cs, sn), *k = qkv_part(g, c, qkv, 1, cs, sn);
-    sdc_tensor *v = qkv_part(g, c, qkv, 2, NULL, NULL);
+    sdc_tensor *q, *k, *v;
+    if (B->qkv) {
+        sdc_tensor *qkv = linear(g, m, B->qkv, B->qkv_b, h);
+        q = qkv_part(g, c, qkv, 0, cs, sn), k = qkv_part(g, c, qkv, 1, cs, sn);
+        v = qkv_part(g, c, qkv, 2, NULL, NULL);
+    } else { /* llama.cpp's split projections: the same rows, three products */
+        q = heads(g, c, linear(g, m, B->q, B->q_b, h), cs, sn);
+        k = heads(g, c, linear(g, m, B->k, B->k_b, h), cs, sn);
+        v = heads(g, c, linear(g, m, B->v, B->v_b, h), NULL, NULL);
+    }
     bool full = (c->full_attn >> l) & 1;
     sdc_tensor *a = sdc_attention(g, q, k, v, full ? NULL : mask, 1.0f / sqrtf((float)c->head_dim));
     if (!a) return NULL;
@@ -310,8 +423,22 @@ static sdc_tensor *build(sdc_graph *g, const sdc_qwen25vl_vision *m, sdc_tensor 
                          sdc_tensor *cs, sdc_tensor *sn, sdc_tensor *mask) {
     const sdc_qwen25vl_vision_config *c = &m->cfg;
     int64_t n = patches->ne[1], K = patches->ne[0], mu = (int64_t)c->merge * c->merge;
-    /* Conv3d with kernel = stride is a matmul over each flattened (c, t, y, x) patch */
-    sdc_tensor *x = mm(g, m, sdc_reshape_2d(g, m->patch_w, K, c->hidden), patches);
+    /* Conv3d with kernel = stride is a matmul over each flattened (c, t, y, x) patch; with
+     * the kernel split per frame (sd.cpp's and llama.cpp's files), one product per frame
+     * over its (c, y, x) values, summed as sd.cpp sums its two Conv2d */
+    sdc_tensor *x = NULL;
+    if (m->patch_w) {
+        x = mm(g, m, sdc_reshape_2d(g, m->patch_w, K, c->hidden), patches);
+    } else {
+        int64_t pp = (int64_t)c->patch * c->patch, T = c->temporal_patch;
+        sdc_tensor *p4 = sdc_reshape_4d(g, patches, pp, T, 3, n);
+        for (int t = 0; t < 2; t++) {
+            int64_t ne[4] = {pp, 1, 3, n}, off[4] = {0, t, 0, 0};
+            sdc_tensor *pt = sdc_reshape_2d(g, sdc_cont(g, sdc_slice(g, p4, ne, off)), 3 * pp, n);
+            sdc_tensor *y = mm(g, m, sdc_reshape_2d(g, m->patch_t[t], 3 * pp, c->hidden), pt);
+            x = x ? sdc_add(g, x, y) : y;
+        }
+    }
     for (int l = 0; l < c->n_layers && x; l++) {
         sdc_graph_set_block(g, l);
         x = block(g, m, l, x, cs, sn, mask);

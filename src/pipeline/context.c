@@ -164,11 +164,9 @@ static sdc_status open_files(sdc_context *ctx, const sdc_context_params *p) {
     }
     const struct {
         const char *path, *prefix;
-    } more[] = {{p->clip_l_path, PREFIX_CLIP_L},
-                {p->clip_g_path, PREFIX_CLIP_G},
-                {p->llm_path, PREFIX_LLM},
-                {p->vae_path, PREFIX_VAE},
-                {p->taesd_path, PREFIX_TAESD}};
+    } more[] = {{p->clip_l_path, PREFIX_CLIP_L}, {p->clip_g_path, PREFIX_CLIP_G},
+                {p->llm_path, PREFIX_LLM},       {p->llm_vision_path, PREFIX_LLM "visual."},
+                {p->vae_path, PREFIX_VAE},       {p->taesd_path, PREFIX_TAESD}};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         if (more[i].path && (s = add_file(ctx, more[i].path, more[i].prefix, NULL, 0)) != SDC_OK)
             return s;

@@ -8,6 +8,7 @@
  *  - the same with every layer full attention (must differ: the windows matter);
  *  - sd.cpp's resize rule for Edit reference images and its clip_preprocess, against values
  *    worked out by hand from sd.cpp's formulas;
+ *  - the same tower under llama.cpp's mmproj names (q/k/v apart, the patch kernel per frame);
  *  - bad input (size not a multiple of 28, a misshapen tensor). */
 #include <math.h>
 #include <stdlib.h>
@@ -71,6 +72,84 @@ static double run_case(sdc_qwen25vl_vision *m, sdc_backend *be, const char *c, i
     free(img);
     free(r);
     return err;
+}
+
+/* The tiny tower under llama.cpp's mmproj names (clip.cpp's layout: q/k/v apart, the patch
+ * kernel per frame), made from the transformers-named tensors: views of the fused qkv's rows,
+ * copies of each frame of the Conv3d kernel. */
+typedef struct mmproj_src {
+    sdc_tensor t[96];
+    float *frame[2];
+    int n;
+} mmproj_src;
+
+static sdc_tensor *mmproj_find(void *user, const char *name) {
+    mmproj_src *m = user;
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->t[i].name, name)) return &m->t[i];
+    return NULL;
+}
+
+static void mmproj_add(mmproj_src *m, const sdc_weight_source *hf, const char *to, const char *from,
+                       int part) {
+    sdc_tensor *src = sdc_weight_find(hf, "", from);
+    if (!src || m->n == 96) return;
+    sdc_tensor *t = &m->t[m->n++];
+    *t = *src;
+    snprintf(t->name, sizeof t->name, "%s", to);
+    if (part < 0) return;
+    /* one third of the fused qkv: rows (ne[1]) of a weight, elements of a bias */
+    int d = src->ne[1] > 1 ? 1 : 0;
+    t->ne[d] = src->ne[d] / 3;
+    sdc_tensor_set_contiguous_strides(t);
+    t->data = (char *)src->data + (size_t)part * t->ne[d] * src->nb[d];
+}
+
+static void mmproj_open(mmproj_src *m, const sdc_weight_source *hf, sdc_weight_source *ws) {
+    static const char *const ren[][2] = {{"ln1", "norm1"},          {"ln2", "norm2"},
+                                         {"attn_out", "attn.proj"}, {"ffn_gate", "mlp.gate_proj"},
+                                         {"ffn_up", "mlp.up_proj"}, {"ffn_down", "mlp.down_proj"}};
+    char to[96], from[96];
+    memset(m, 0, sizeof *m);
+    for (int l = 0; l < 3; l++)
+        for (int k = 0; k < 2; k++) {
+            const char *suf = k ? "bias" : "weight";
+            snprintf(from, sizeof from, "visual.blocks.%d.attn.qkv.%s", l, suf);
+            for (int p = 0; p < 3; p++) {
+                snprintf(to, sizeof to, "v.blk.%d.attn_%c.%s", l, "qkv"[p], suf);
+                mmproj_add(m, hf, to, from, p);
+            }
+            for (size_t r = 0; r < sizeof ren / sizeof ren[0]; r++) {
+                snprintf(to, sizeof to, "v.blk.%d.%s.%s", l, ren[r][0], suf);
+                snprintf(from, sizeof from, "visual.blocks.%d.%s.%s", l, ren[r][1], suf);
+                mmproj_add(m, hf, to, from, -1);
+            }
+        }
+    mmproj_add(m, hf, "v.post_ln.weight", "visual.merger.ln_q.weight", -1);
+    mmproj_add(m, hf, "mm.0.weight", "visual.merger.mlp.0.weight", -1);
+    mmproj_add(m, hf, "mm.0.bias", "visual.merger.mlp.0.bias", -1);
+    mmproj_add(m, hf, "mm.2.weight", "visual.merger.mlp.2.weight", -1);
+    mmproj_add(m, hf, "mm.2.bias", "visual.merger.mlp.2.bias", -1);
+    /* the Conv3d [O, C, T, P, P] (folded to ne [P, P, T, O*C]) as two [O, C, P, P] kernels */
+    const sdc_tensor *pw = sdc_weight_find(hf, "", "visual.patch_embed.proj.weight");
+    int64_t P = pw->ne[0], T = pw->ne[2], OC = pw->ne[3];
+    for (int f = 0; f < 2; f++) {
+        m->frame[f] = malloc((size_t)(OC * P * P) * sizeof(float));
+        for (int64_t oc = 0; oc < OC; oc++)
+            memcpy(m->frame[f] + oc * P * P, (const float *)pw->data + (oc * T + f) * P * P,
+                   (size_t)(P * P) * sizeof(float));
+        sdc_tensor *t = &m->t[m->n++];
+        memset(t, 0, sizeof *t);
+        t->type = SDC_TYPE_F32;
+        t->ne[0] = P, t->ne[1] = P, t->ne[2] = 3, t->ne[3] = OC / 3;
+        sdc_tensor_set_contiguous_strides(t);
+        t->data = m->frame[f];
+        t->flags = SDC_TENSOR_PARAM;
+        snprintf(t->name, sizeof t->name, "%s",
+                 f ? "v.patch_embd.weight.1" : "v.patch_embd.weight");
+    }
+    ws->find = mmproj_find;
+    ws->user = m;
 }
 
 /* Sizes from sd.cpp's rule (conditioner.hpp, QwenImageEditPlusPipeline, AREA mode) worked out
@@ -263,6 +342,21 @@ int main(void) {
         double e = run_case(mf, be, "img0", 112, 84, 0, "all full attention (wrong)");
         CHECK(e > 100 * TOL, "full attention everywhere matches the reference (%g)", e);
         edit_llm(m, be);
+        /* the same tower from llama.cpp's mmproj names: transformers' outputs still */
+        mmproj_src mp;
+        sdc_weight_source mws;
+        mmproj_open(&mp, &ws, &mws);
+        sdc_qwen25vl_vision *mm = NULL;
+        CHECK(sdc_qwen25vl_vision_detect(&mws, "") &&
+                  sdc_qwen25vl_vision_load(&mws, "", 16, 56, 1u << 1, &mm) == SDC_OK,
+              "mmproj names (%d tensors): %s", mp.n, sdc_last_error());
+        if (mm) {
+            run_case(mm, be, "img0", 112, 84, TOL, "mmproj names");
+            run_case(mm, be, "img1", 140, 56, TOL, "mmproj names");
+        }
+        sdc_qwen25vl_vision_free(mm);
+        free(mp.frame[0]);
+        free(mp.frame[1]);
         float img[28 * 28 * 3] = {0}, out[128];
         CHECK(sdc_qwen25vl_vision_encode(m, be, img, 28, 27, out, NULL, NULL) != SDC_OK,
               "27 rows accepted");

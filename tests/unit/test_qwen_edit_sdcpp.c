@@ -4,7 +4,8 @@
  * __index_timestep_zero__, so zero_cond_t) with two -r images and a negative prompt; e3: e1's
  * setup with --img-cfg-scale 1.6 (the reference-free third branch); e4: two -r images with
  * --ref-image-args (fixed reference index, longest-side vision resize, a smaller VAE input);
- * e2m: e2 from the plain DiT with --model-args qwen_image_zero_cond_t=true (same image). The
+ * e2m: e2 from the plain DiT with --model-args qwen_image_zero_cond_t=true (same image); e1v: e1
+ * with --llm_vision as llama.cpp's mmproj GGUF (tests/golden/make_qwen_mmproj.py; same image). The
  * checkpoints are not stored: the test looks in $SDC_QWEN_IMAGE_DIR (default ../qwen_ckpt
  * beside the checkout) for make_qwen_image_random.py's DiT and VAE and make_qwen_edit_random.py's
  * LLM with vision tower and 2511 DiT, and is skipped without them. Every pixel and channel
@@ -36,7 +37,7 @@ static bool have(const char *dir, const char *file, char *buf, size_t n) {
  * loads it (RGB), the image compared with png/ID.png. dit_file / model_args (NULL: the
  * run's / none) and label (NULL: the id) make variants of a run. Returns 1 when it ran. */
 static int run_case(const cJSON *run, const char *dir, const char *llm, const char *dit_file,
-                    const char *model_args, const char *label) {
+                    const char *model_args, const char *llm_vision, const char *label) {
     const char *id = label ? label : jstr(run, "id");
     char dit[1024], vae[1024];
     if (!have(dir, dit_file ? dit_file : jstr(run, "dit"), dit, sizeof dit) ||
@@ -52,6 +53,7 @@ static int run_case(const cJSON *run, const char *dir, const char *llm, const ch
     cp.n_threads = 2;
     cp.flow_shift = (float)jnum(run, "flow_shift");
     cp.model_args = model_args;
+    cp.llm_vision_path = llm_vision;
     sdc_context *ctx = NULL;
     CHECK(sdc_context_create(&cp, &ctx) == SDC_OK, "%s: context: %s", id, sdc_last_error());
     if (!ctx) return 0;
@@ -116,14 +118,29 @@ int main(void) {
         if (jnum(run, "rc") != 0) continue;
         if (wanted(jstr(run, "id"))) {
             expected++;
-            compared += run_case(run, dir, llm, NULL, NULL, NULL);
+            compared += run_case(run, dir, llm, NULL, NULL, NULL, NULL);
         }
         /* e2m: e2 with the plain DiT (the 2511 file's tensors without its marker) and
          * --model-args qwen_image_zero_cond_t=true, sd.cpp's way for such files: e2's image */
         if (!strcmp(jstr(run, "id"), "e2") && wanted("e2m")) {
             expected++;
             compared += run_case(run, dir, llm, "qwen_image_dit_1001.safetensors",
-                                 "qwen_image_zero_cond_t=true", "e2m");
+                                 "qwen_image_zero_cond_t=true", NULL, "e2m");
+        }
+        /* e1v: e1 with the language model alone (--llm) and the vision tower as llama.cpp's
+         * mmproj GGUF (--llm_vision), tests/golden/make_qwen_mmproj.py's split of the same
+         * weights: e1's image */
+        if (!strcmp(jstr(run, "id"), "e1") && wanted("e1v")) {
+            char only[1024], mmproj[1024], llm2[1024];
+            expected++;
+            if (!have(dir, "qwen25vl_llm_only_1001.safetensors", only, sizeof only) ||
+                !have(dir, "qwen25vl_mmproj_1001.gguf", mmproj, sizeof mmproj) ||
+                !qwen_llm_with_tokenizer("qwen_edit_llm_only", DATA "/tokenizer", only, llm2,
+                                         sizeof llm2)) {
+                CHECK(false, "e1v: run tests/golden/make_qwen_mmproj.py --ckpt-dir %s first", dir);
+                continue;
+            }
+            compared += run_case(run, dir, llm2, NULL, NULL, mmproj, "e1v");
         }
     }
     CHECK(expected > 0, "no case picked by SDC_QWEN_EDIT_CASES");
