@@ -274,10 +274,10 @@ typedef enum sdc_image_format {
 SDC_API sdc_status sdc_image_decode(const void *data, size_t size, const char *label,
                                     sdc_image *out);
 SDC_API sdc_status sdc_image_load(const char *path, sdc_image *out);
-/* Encodes RGB (channels 3; PNG also 1 and 4) to PNG (with a tEXt "parameters" chunk when
- * parameters != NULL) or JPEG (quality 1..100, <= 0: 90; parameters in an EXIF
- * UserComment as A1111 writes it and a COM segment as sd.cpp does). *out is malloc'd;
- * free() it. */
+/* Encodes 1, 3 or 4 channels to PNG (with a tEXt "parameters" chunk when parameters !=
+ * NULL) or JPEG (quality 1..100, <= 0: 90; parameters in an EXIF UserComment as A1111
+ * writes it and a COM segment as sd.cpp does; RGBA loses its alpha, with a warning, as in
+ * sd.cpp). *out is malloc'd; free() it. */
 SDC_API sdc_status sdc_image_encode(const sdc_image *img, sdc_image_format fmt, int quality,
                                     const char *parameters, void **out, size_t *out_size);
 /* Writes PNG or JPEG chosen by the extension (.jpg/.jpeg/.jpe = JPEG, else PNG). */

@@ -282,13 +282,26 @@ sdc_status sdc_jpeg_encode(const sdc_image *img, int quality, const char *parame
     *out_size = 0;
     sdc_status st = sdc_image_check(label, img, true);
     if (st != SDC_OK) return st;
-    if (img->channels == 4)
-        return sdc_fail(SDC_ERR_INVALID_ARG, "%s: JPEG cannot hold an alpha channel", label);
     if (img->width > JPEG_MAX_DIMENSION || img->height > JPEG_MAX_DIMENSION)
         return sdc_fail(SDC_ERR_INVALID_ARG, "%s: %ux%u is too large for JPEG", label, img->width,
                         img->height);
     if (quality <= 0) quality = 90;
     if (quality > 100) quality = 100;
+    if (img->channels == 4) { /* as sd.cpp's stb writer: the colour channels, alpha dropped */
+        SDC_LOGW("%s: JPEG has no alpha channel; writing the RGB channels only (use .png to keep "
+                 "the alpha of RGBA layers)",
+                 label);
+        size_t n = (size_t)img->width * img->height;
+        uint8_t *rgb = malloc(n * 3);
+        if (!rgb) return sdc_fail(SDC_ERR_NO_MEMORY, "%s: out of memory", label);
+        for (size_t i = 0; i < n; i++) memcpy(rgb + 3 * i, img->data + 4 * i, 3);
+        sdc_image tmp = *img;
+        tmp.channels = 3;
+        tmp.data = rgb;
+        st = sdc_jpeg_encode(&tmp, quality, parameters, label, out, out_size);
+        free(rgb);
+        return st;
+    }
 
     uint8_t *marker = parameters ? malloc(JPEG_MARKER_MAX) : NULL;
     if (parameters && !marker)
