@@ -10,6 +10,31 @@
 #include "cpu/attention_impl.h"
 #include "cpu/simd_avx2.h"
 
+/* The 6x16 block's product over k, into the caller's accumulators c00..c51:
+ * cRH += A[R][p] * B[p][8H .. 8H + 8], A rows lda apart, B rows ldb apart. */
+#define FMA_6X16(k, A, lda, B, ldb)                                                                \
+    do {                                                                                           \
+        const float *a0 = (A), *a1 = a0 + (lda), *a2 = a1 + (lda), *a3 = a2 + (lda),               \
+                    *a4 = a3 + (lda), *a5 = a4 + (lda);                                            \
+        for (int64_t p = 0; p < (k); p++) {                                                        \
+            const __m256 b0 = _mm256_loadu_ps((B) + p * (ldb)),                                    \
+                         b1 = _mm256_loadu_ps((B) + p * (ldb) + 8);                                \
+            __m256 a;                                                                              \
+            a = _mm256_broadcast_ss(a0 + p);                                                       \
+            c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);                  \
+            a = _mm256_broadcast_ss(a1 + p);                                                       \
+            c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);                  \
+            a = _mm256_broadcast_ss(a2 + p);                                                       \
+            c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);                  \
+            a = _mm256_broadcast_ss(a3 + p);                                                       \
+            c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);                  \
+            a = _mm256_broadcast_ss(a4 + p);                                                       \
+            c40 = _mm256_fmadd_ps(a, b0, c40), c41 = _mm256_fmadd_ps(a, b1, c41);                  \
+            a = _mm256_broadcast_ss(a5 + p);                                                       \
+            c50 = _mm256_fmadd_ps(a, b0, c50), c51 = _mm256_fmadd_ps(a, b1, c51);                  \
+        }                                                                                          \
+    } while (0)
+
 /* C[6][16] (+)= A[6][k] * B[k][16]: A rows lda apart, B rows ldb apart. */
 static inline void micro_6x16(int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb,
                               float *C, int64_t ldc, bool acc) {
@@ -24,24 +49,7 @@ static inline void micro_6x16(int64_t k, const float *A, int64_t lda, const floa
     } else {
         c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
     }
-    const float *a0 = A, *a1 = A + lda, *a2 = A + 2 * lda, *a3 = A + 3 * lda, *a4 = A + 4 * lda,
-                *a5 = A + 5 * lda;
-    for (int64_t p = 0; p < k; p++) {
-        const __m256 b0 = _mm256_loadu_ps(B + p * ldb), b1 = _mm256_loadu_ps(B + p * ldb + 8);
-        __m256 a;
-        a = _mm256_broadcast_ss(a0 + p);
-        c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);
-        a = _mm256_broadcast_ss(a1 + p);
-        c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
-        a = _mm256_broadcast_ss(a2 + p);
-        c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
-        a = _mm256_broadcast_ss(a3 + p);
-        c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
-        a = _mm256_broadcast_ss(a4 + p);
-        c40 = _mm256_fmadd_ps(a, b0, c40), c41 = _mm256_fmadd_ps(a, b1, c41);
-        a = _mm256_broadcast_ss(a5 + p);
-        c50 = _mm256_fmadd_ps(a, b0, c50), c51 = _mm256_fmadd_ps(a, b1, c51);
-    }
+    FMA_6X16(k, A, lda, B, ldb);
     _mm256_storeu_ps(C, c00), _mm256_storeu_ps(C + 8, c01);
     _mm256_storeu_ps(C + ldc, c10), _mm256_storeu_ps(C + ldc + 8, c11);
     _mm256_storeu_ps(C + 2 * ldc, c20), _mm256_storeu_ps(C + 2 * ldc + 8, c21);
@@ -57,28 +65,6 @@ static void gemm_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda
     for (int64_t j = 0; j < n; j += 16)
         for (int64_t i = 0; i < m; i += 6)
             micro_6x16(k, A + i * lda, lda, B + j / 16 * pstride, 16, C + i * ldc + j, ldc, acc);
-}
-
-/* sdc_exp256 for the softmax's arguments, s - max <= 0 (or NaN, or -inf for a hidden
- * key): its values bit for bit there, without the clamp at +88 that they never reach. */
-static inline __m256 exp_nonpos(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.3f);
-    const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_max_ps(lo, x); /* NaN (second operand) propagates */
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
 /* Scores of rows [0, 6) x keys [0, 16) of a tile, C = A B over k = d, finished in registers
@@ -104,24 +90,7 @@ static inline void qk_6x16(int64_t k, const float *A, int64_t lda, const float *
                            const float *add, int64_t ldadd, const __m256 *pad, __m256 *vmax) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
-    const float *a0 = A, *a1 = A + lda, *a2 = A + 2 * lda, *a3 = A + 3 * lda, *a4 = A + 4 * lda,
-                *a5 = A + 5 * lda;
-    for (int64_t p = 0; p < k; p++) {
-        const __m256 b0 = _mm256_loadu_ps(B + p * 16), b1 = _mm256_loadu_ps(B + p * 16 + 8);
-        __m256 a;
-        a = _mm256_broadcast_ss(a0 + p);
-        c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);
-        a = _mm256_broadcast_ss(a1 + p);
-        c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
-        a = _mm256_broadcast_ss(a2 + p);
-        c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
-        a = _mm256_broadcast_ss(a3 + p);
-        c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
-        a = _mm256_broadcast_ss(a4 + p);
-        c40 = _mm256_fmadd_ps(a, b0, c40), c41 = _mm256_fmadd_ps(a, b1, c41);
-        a = _mm256_broadcast_ss(a5 + p);
-        c50 = _mm256_fmadd_ps(a, b0, c50), c51 = _mm256_fmadd_ps(a, b1, c51);
-    }
+    FMA_6X16(k, A, lda, B, 16);
     finish_row(c00, c01, C, add, pad, &vmax[0]);
     finish_row(c10, c11, C + SDC_ATTN_BK, add ? add + ldadd : NULL, pad, &vmax[1]);
     finish_row(c20, c21, C + 2 * SDC_ATTN_BK, add ? add + 2 * ldadd : NULL, pad, &vmax[2]);
@@ -162,12 +131,12 @@ static float softmax_row(float *s, int64_t nk, __m256 vmax, float *m, float *l) 
     const __m256 vm = _mm256_set1_ps(mnew);
     __m256 vsum = _mm256_setzero_ps();
     for (int64_t j = 0; j < nk; j += 8) {
-        __m256 e = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+        __m256 e = sdc_exp256_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
         _mm256_storeu_ps(s + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
     /* the vector exp also maps a first -inf running max to 0; libm expf is slower */
-    const float c = _mm256_cvtss_f32(exp_nonpos(_mm256_set1_ps(*m - mnew)));
+    const float c = _mm256_cvtss_f32(sdc_exp256_nonpos(_mm256_set1_ps(*m - mnew)));
     *l = *l * c + sdc_hsum256(vsum);
     *m = mnew;
     return c;

@@ -6,11 +6,8 @@
 
 /* e^x, relative error ~2e-7 on [-87, 88]; 0 below -87.3 (incl. -inf); inputs above 88
  * saturate at e^88. */
-static inline __m256 sdc_exp256(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.3f);
-    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    /* constant first: min/max return the second operand for NaN, which then propagates */
-    x = _mm256_max_ps(lo, _mm256_min_ps(_mm256_set1_ps(88.0f), x));
+/* exp of x already clamped to [-87.3, 88] (NaN kept); 0 in the lanes set in under. */
+static inline __m256 sdc_exp256_clamped(__m256 x, __m256 under) {
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     /* r = x - n*ln2 in two steps so r keeps full precision */
@@ -27,6 +24,20 @@ static inline __m256 sdc_exp256(__m256 x) {
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
     return _mm256_andnot_ps(under, y);
+}
+
+static inline __m256 sdc_exp256(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f);
+    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    /* constant first: min/max return the second operand for NaN, which then propagates */
+    return sdc_exp256_clamped(_mm256_max_ps(lo, _mm256_min_ps(_mm256_set1_ps(88.0f), x)), under);
+}
+
+/* sdc_exp256 for x <= 0 (softmax arguments, s - max; -inf or NaN too): the same values,
+ * without the clamp at +88 that they never reach. */
+static inline __m256 sdc_exp256_nonpos(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f);
+    return sdc_exp256_clamped(_mm256_max_ps(lo, x), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
 }
 
 static inline float sdc_hsum256(__m256 v) {

@@ -19,11 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from png_util import png_decode, png_encode  # noqa: E402
+from srv_util import call, max_diff, start_server  # noqa: E402
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "tests", "data", "qwen_edit")
@@ -43,26 +42,8 @@ def check(what, ok, detail=""):
     print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
 
 
-def call(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=3600) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def get(url):
-    with urllib.request.urlopen(url, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def max_diff(a, b):
-    """over every channel of two decoded images; 999 when their shapes differ"""
-    if a[:3] != b[:3]:
-        return 999
-    return max(abs(x - y) for x, y in zip(a[3], b[3]))
+    return call(url)[1]
 
 
 tmp = tempfile.mkdtemp(prefix="sdc_server_edit_")
@@ -91,23 +72,10 @@ if r.returncode != 0:
 cli = png_decode(open(cli_png, "rb").read())
 
 log = os.path.join(tmp, "server")
-srv = subprocess.Popen([os.path.join(BUILD, "sdc-server"), "--listen-port", "0", "--flow-shift", "1"]
-                       + model, stdout=open(log + ".out", "w"), stderr=open(log + ".err", "w"))
+srv, U = start_server([os.path.join(BUILD, "sdc-server"), "--listen-port", "0", "--flow-shift", "1"] + model,
+                      log)
 rc = None
 try:
-    U = None
-    for _ in range(3000):
-        time.sleep(0.1)
-        text = open(log + ".out").read()
-        if "listening on" in text:
-            U = "http://127.0.0.1:" + text.strip().rsplit(":", 1)[1]
-            break
-        if srv.poll() is not None:
-            break
-    if not U:
-        print(open(log + ".err").read())
-        raise SystemExit("FAIL the server did not start")
-
     d = get(U + "/sdcpp/v1/capabilities").get("defaults", {})
     sp = d.get("sample_params", {})
     check("defaults: flow_shift 1 (the server's --flow-shift), img_cfg null",

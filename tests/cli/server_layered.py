@@ -15,15 +15,13 @@ is skipped (77). Stdlib only. Usage: server_layered.py BUILD_DIR GOLDEN_DIR
 import base64
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from png_util import png_decode, png_encode  # noqa: E402
+from srv_util import call, max_diff, start_server  # noqa: E402
 
 BUILD, GOLDEN = sys.argv[1], sys.argv[2]
 QI = os.path.join(GOLDEN, "qwen_image")
@@ -43,26 +41,8 @@ def check(what, ok, detail=""):
     print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
 
 
-def call(url, body=None, data=None, ctype="application/json"):
-    if body is not None:
-        data = json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": ctype})
-    try:
-        with urllib.request.urlopen(req, timeout=3600) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def decoded(b64s):
     return [png_decode(base64.b64decode(s)) for s in b64s]
-
-
-def max_diff(a, b):
-    """over every channel of two decoded images; 999 when their shapes differ"""
-    if a[:3] != b[:3]:
-        return 999
-    return max(abs(x - y) for x, y in zip(a[3], b[3]))
 
 
 def multipart(fields, files):
@@ -78,26 +58,13 @@ def multipart(fields, files):
 
 tmp = tempfile.mkdtemp(prefix="sdc_server_layered_")
 log = os.path.join(tmp, "server")
-srv = subprocess.Popen(
+srv, U = start_server(
     [os.path.join(BUILD, "sdc-server"), "--listen-port", "0", "-t", "2",
      "--diffusion-model", os.path.join(CKPT, FILES[0]), "--llm", os.path.join(CKPT, FILES[1]),
      "--llm-tokenizer", os.path.join(QI, "tokenizer"), "--vae", os.path.join(CKPT, FILES[2]),
      "--flow-shift", "3", "--sampling-method", "euler", "--cfg-scale", "2.5", "-W", "64", "-H",
-     "64", "--steps", "1", "-s", "42"],
-    stdout=open(log + ".out", "w"), stderr=open(log + ".err", "w"))
+     "64", "--steps", "1", "-s", "42"], log)
 try:
-    U = None
-    for _ in range(3000):
-        time.sleep(0.1)
-        text = open(log + ".out").read()
-        if "listening on" in text:
-            U = "http://127.0.0.1:" + text.strip().rsplit(":", 1)[1]
-            break
-        if srv.poll() is not None:
-            break
-    if not U:
-        print(open(log + ".err").read())
-        raise SystemExit("FAIL the server did not start")
 
     def job(body):
         code, sub = call(U + "/sdcpp/v1/img_gen", body)
