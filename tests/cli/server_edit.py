@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from png_util import png_decode, png_encode  # noqa: E402
-from srv_util import call, max_diff, start_server  # noqa: E402
+from srv_util import Checks, call, max_diff, start_server  # noqa: E402
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "tests", "data", "qwen_edit")
@@ -32,14 +32,8 @@ FILES = ["qwen_image_dit_1001.safetensors", "qwen25vl_vl_llm_1001.safetensors",
 if not all(os.path.exists(os.path.join(CKPT, f)) for f in FILES):
     print(f"the Qwen-Image-Edit checkpoints are not in {CKPT} (SDC_QWEN_IMAGE_DIR): skipped")
     sys.exit(77)
-passed = failed = 0
+check = Checks()
 PROMPT = "make the red disk blue and add snow on the green box"
-
-
-def check(what, ok, detail=""):
-    global passed, failed
-    passed, failed = (passed + 1, failed) if ok else (passed, failed + 1)
-    print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
 
 
 def get(url):
@@ -111,5 +105,4 @@ finally:
     srv.terminate()
     rc = srv.wait(timeout=300)
 check("server exits 0 on SIGTERM", rc == 0, str(rc))
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(check.finish())

@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from png_util import png_decode, png_encode  # noqa: E402
-from srv_util import call, max_diff, start_server  # noqa: E402
+from srv_util import Checks, call, max_diff, start_server  # noqa: E402
 
 BUILD, GOLDEN = sys.argv[1], sys.argv[2]
 QI = os.path.join(GOLDEN, "qwen_image")
@@ -31,14 +31,8 @@ FILES = ["qwen_image_layered_dit_1001.safetensors", "qwen25vl_llm_1001.safetenso
 if not CKPT or not all(os.path.exists(os.path.join(CKPT, f)) for f in FILES):
     print("SDC_QWEN_IMAGE_DIR does not name the Qwen-Image-Layered checkpoints: skipped")
     sys.exit(77)
-passed = failed = 0
+check = Checks()
 PROMPT = "a poster with a red ball and a green box on a gradient background"
-
-
-def check(what, ok, detail=""):
-    global passed, failed
-    passed, failed = (passed + 1, failed) if ok else (passed, failed + 1)
-    print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
 
 
 def decoded(b64s):
@@ -119,5 +113,4 @@ finally:
     srv.terminate()
     rc = srv.wait(timeout=300)
 check("server exits 0 on SIGTERM", rc == 0, str(rc))
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(check.finish())

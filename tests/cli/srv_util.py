@@ -41,3 +41,21 @@ def max_diff(a, b):
     if a[:3] != b[:3]:
         return 999
     return max(abs(x - y) for x, y in zip(a[3], b[3]))
+
+
+class Checks:
+    """check(what, ok, detail): prints ok/FAIL lines and counts them."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def __call__(self, what, ok, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
