@@ -67,10 +67,6 @@ static void gemm_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda
             micro_6x16(k, A + i * lda, lda, B + j / 16 * pstride, 16, C + i * ldc + j, ldc, acc);
 }
 
-/* Scores of rows [0, 6) x keys [0, 16) of a tile, C = A B over k = d, finished in registers
- * as the separate passes did them: + the mask rows (add, ldadd apart), or the padding keys
- * (lanes set in pad, when add is NULL) -inf; stored; each row's running vector max (vmax[r],
- * in key order) updated. */
 /* One row of a 6x16 score block: + mask, or -inf on padding lanes; store; running max. */
 static inline void finish_row(__m256 x0, __m256 x1, float *c, const float *add, const __m256 *pad,
                               __m256 *vmax) {
@@ -86,6 +82,10 @@ static inline void finish_row(__m256 x0, __m256 x1, float *c, const float *add, 
     *vmax = _mm256_max_ps(_mm256_max_ps(*vmax, x0), x1);
 }
 
+/* Scores of rows [0, 6) x keys [0, 16) of a tile, C = A B over k = d, finished in registers
+ * as the separate passes did them: + the mask rows (add, ldadd apart), or the padding keys
+ * (lanes set in pad, when add is NULL) -inf; stored; each row's running vector max (vmax[r],
+ * in key order) updated. */
 static inline void qk_6x16(int64_t k, const float *A, int64_t lda, const float *B, float *C,
                            const float *add, int64_t ldadd, const __m256 *pad, __m256 *vmax) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;

@@ -60,6 +60,15 @@ struct sdc_qwen25vl_vision {
 
 #define PATCH_W "visual.patch_embed.proj.weight"
 
+/* Block l's tensor `part` + suffix ("visual.blocks.3." "attn.qkv" ".weight") into out. */
+static const char *block_name(char *out, size_t n, const vis_names *nm, int l, const char *part,
+                              const char *suffix) {
+    char blk[96];
+    snprintf(blk, sizeof blk, nm->blk, l);
+    snprintf(out, n, "%s%s%s", blk, part, suffix);
+    return out;
+}
+
 /* Which names the weights under prefix use, NULL for none: the patch kernel (whole or per
  * frame), block 0's first projection and the merger's last Linear must be there. */
 static const vis_names *find_names(const sdc_weight_source *ws, const char *prefix) {
@@ -67,8 +76,7 @@ static const vis_names *find_names(const sdc_weight_source *ws, const char *pref
     for (int i = 0; i < 2; i++) {
         const vis_names *nm = all[i];
         char b[96], w[160];
-        snprintf(b, sizeof b, nm->blk, 0);
-        snprintf(w, sizeof w, "%s%s.weight", b, nm->qkv ? nm->qkv : nm->q);
+        block_name(w, sizeof w, nm, 0, nm->qkv ? nm->qkv : nm->q, ".weight");
         snprintf(b, sizeof b, "%s.weight", nm->mlp2);
         bool patch = (nm == &k_hf && sdc_weight_find(ws, prefix, PATCH_W)) ||
                      (sdc_weight_find(ws, prefix, nm->patch[0]) &&
@@ -136,31 +144,27 @@ static sdc_status read_config(sdc_qwen25vl_vision *m, const sdc_weight_source *w
                               const char *prefix, int head_dim, int window, uint64_t full) {
     sdc_qwen25vl_vision_config *c = &m->cfg;
     const vis_names *nm = m->names;
-    char name[160], blk[96];
+    char name[160];
     sdc_tensor *t;
-    snprintf(blk, sizeof blk, nm->blk, 0);
-    snprintf(name, sizeof name, "%s%s.weight", blk, nm->norm1);
-    sdc_tensor *n1 = sdc_weight_find(ws, prefix, name);
+    sdc_tensor *n1 =
+        sdc_weight_find(ws, prefix, block_name(name, sizeof name, nm, 0, nm->norm1, ".weight"));
     if (!n1 || n1->ne[1] != 1)
         return sdc_fail(SDC_ERR_FORMAT, "qwen2.5-vl vision: no 1-D '%s%s'", prefix, name);
     c->hidden = (int)n1->ne[0];
     sdc_status s = read_patch(m, ws, prefix);
     if (s) return s;
     const char *first = nm->qkv ? nm->qkv : nm->q;
-    while (c->n_layers < 64) {
-        snprintf(blk, sizeof blk, nm->blk, c->n_layers);
-        snprintf(name, sizeof name, "%s%s.weight", blk, first);
-        if (!sdc_weight_find(ws, prefix, name)) break;
+    while (c->n_layers < 64 &&
+           sdc_weight_find(ws, prefix,
+                           block_name(name, sizeof name, nm, c->n_layers, first, ".weight")))
         c->n_layers++;
-    }
-    snprintf(blk, sizeof blk, nm->blk, c->n_layers);
-    snprintf(name, sizeof name, "%s%s.weight", blk, first);
-    if (c->n_layers == 0 || sdc_weight_find(ws, prefix, name))
+    if (c->n_layers == 0 ||
+        sdc_weight_find(ws, prefix,
+                        block_name(name, sizeof name, nm, c->n_layers, first, ".weight")))
         return sdc_fail(SDC_ERR_FORMAT, "qwen2.5-vl vision: %s blocks under '%s%s'",
                         c->n_layers ? "more than 64" : "no", prefix, nm->blk);
     int64_t ne[2] = {c->hidden, -1};
-    snprintf(blk, sizeof blk, nm->blk, 0);
-    snprintf(name, sizeof name, "%s%s.weight", blk, nm->gate);
+    block_name(name, sizeof name, nm, 0, nm->gate, ".weight");
     if ((s = sdc_weight_require(ws, prefix, name, 2, ne, &t))) return s;
     c->mlp = (int)t->ne[1];
     c->merge = 2;
@@ -191,15 +195,11 @@ static sdc_status load_block(sdc_qwen25vl_vision *m, const sdc_weight_source *ws
     const sdc_qwen25vl_vision_config *c = &m->cfg;
     const vis_names *nm = m->names;
     vis_block *B = &m->blocks[l];
-    char b[128], blk[96];
+    char b[160];
     int64_t h = c->hidden, ff = c->mlp;
     sdc_status s = SDC_OK;
-    snprintf(blk, sizeof blk, nm->blk, l);
 #define R(field, base, suf, n0, n1)                                                                \
-    if (!s) {                                                                                      \
-        snprintf(b, sizeof b, "%s%s", blk, base);                                                  \
-        s = req(ws, prefix, b, suf, n0, n1, &B->field);                                            \
-    }
+    if (!s) s = req(ws, prefix, block_name(b, sizeof b, nm, l, base, ""), suf, n0, n1, &B->field);
     R(norm1, nm->norm1, ".weight", h, 0);
     R(norm2, nm->norm2, ".weight", h, 0);
     if (nm->qkv) {
@@ -425,17 +425,17 @@ static sdc_tensor *build(sdc_graph *g, const sdc_qwen25vl_vision *m, sdc_tensor 
     int64_t n = patches->ne[1], K = patches->ne[0], mu = (int64_t)c->merge * c->merge;
     /* Conv3d with kernel = stride is a matmul over each flattened (c, t, y, x) patch; with
      * the kernel split per frame (sd.cpp's and llama.cpp's files), one product per frame
-     * over its (c, y, x) values, summed as sd.cpp sums its two Conv2d */
+     * over its (c, y, x) values, summed as sd.cpp sums its two Conv2d. The frames are the
+     * same image (host_build repeats it), so frame 0's values serve both products. */
     sdc_tensor *x = NULL;
     if (m->patch_w) {
         x = mm(g, m, sdc_reshape_2d(g, m->patch_w, K, c->hidden), patches);
     } else {
-        int64_t pp = (int64_t)c->patch * c->patch, T = c->temporal_patch;
-        sdc_tensor *p4 = sdc_reshape_4d(g, patches, pp, T, 3, n);
+        int64_t pp = (int64_t)c->patch * c->patch, ne[4] = {pp, 1, 3, n}, off[4] = {0};
+        sdc_tensor *p4 = sdc_reshape_4d(g, patches, pp, c->temporal_patch, 3, n);
+        sdc_tensor *p0 = sdc_reshape_2d(g, sdc_cont(g, sdc_slice(g, p4, ne, off)), 3 * pp, n);
         for (int t = 0; t < 2; t++) {
-            int64_t ne[4] = {pp, 1, 3, n}, off[4] = {0, t, 0, 0};
-            sdc_tensor *pt = sdc_reshape_2d(g, sdc_cont(g, sdc_slice(g, p4, ne, off)), 3 * pp, n);
-            sdc_tensor *y = mm(g, m, sdc_reshape_2d(g, m->patch_t[t], 3 * pp, c->hidden), pt);
+            sdc_tensor *y = mm(g, m, sdc_reshape_2d(g, m->patch_t[t], 3 * pp, c->hidden), p0);
             x = x ? sdc_add(g, x, y) : y;
         }
     }

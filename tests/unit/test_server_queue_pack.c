@@ -25,8 +25,7 @@ static char *rnd_str(int n) {
 }
 
 static void make_request(sdc_srv_request *r, int variant) {
-    memset(r, 0, sizeof *r);
-    r->img_cfg = r->guidance = r->flow_shift = NAN;
+    sdc_srv_request_clear(r);
     if (variant % 6 == 5) { /* the guidance options, some of them */
         r->img_cfg = variant % 4 ? 1.0f + t_randf(&g_seed) : NAN;
         r->guidance = variant % 5 ? 3.5f : NAN;
@@ -137,13 +136,12 @@ static size_t opts_section(const uint8_t *buf, size_t n) {
  * third format's magic on an entry without the section. Returns how many were accepted. */
 static int broken_opts_accepted(void) {
     sdc_srv_request r, back;
-    memset(&r, 0, sizeof r);
+    sdc_srv_request_clear(&r);
     r.width = r.height = 64;
     r.steps = r.batch_count = 1;
     r.qwen_image_layers = 3;
     r.prompt = rnd_str(5);
     r.img_cfg = 1.5f;
-    r.guidance = r.flow_shift = NAN;
     size_t n = 0;
     uint8_t *buf = sdc_srv_request_pack(&r, &n);
     size_t at = buf ? opts_section(buf, n) : 0;
@@ -182,8 +180,7 @@ static int broken_opts_accepted(void) {
  * a reference size that disagrees with its bytes. Returns how many were accepted. */
 static int broken_refs_accepted(void) {
     sdc_srv_request r, back;
-    memset(&r, 0, sizeof r);
-    r.img_cfg = r.guidance = r.flow_shift = NAN;
+    sdc_srv_request_clear(&r);
     r.width = r.height = 64;
     r.steps = r.batch_count = 1;
     r.prompt = rnd_str(5);

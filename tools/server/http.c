@@ -360,8 +360,7 @@ static enum MHD_Result set_options(sdc_srv_http *h, struct MHD_Connection *c, co
     if (rc) return send_error(c, rc, err);
     if (slot > 0) { /* a job that only switches: it waits for those queued before it */
         sdc_srv_request req;
-        memset(&req, 0, sizeof req);
-        req.img_cfg = req.guidance = req.flow_shift = NAN;
+        sdc_srv_request_clear(&req);
         req.model_slot = slot;
         sdc_srv_result res;
         unsigned fail = run_sync(h, c, &req, false, &res, err, sizeof err);

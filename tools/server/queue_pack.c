@@ -199,7 +199,7 @@ static void r_opts(rbuf *b, sdc_srv_request *r) {
 }
 
 bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r) {
-    memset(r, 0, sizeof *r);
+    sdc_srv_request_clear(r);
     rbuf b = {buf, size, 0, false};
     char magic[5];
     r_get(&b, magic, 5);
@@ -245,7 +245,6 @@ bool sdc_srv_request_unpack(const uint8_t *buf, size_t size, sdc_srv_request *r)
     if (clip_skip < -1 || clip_skip > 48) b.bad = true;
     r->clip_skip = (int)clip_skip;
     r->qwen_image_layers = PACK_LAYERS_0;
-    r->img_cfg = r->guidance = r->flow_shift = NAN;
     if (v2) r_refs(&b, r);
     if (v3) r_opts(&b, r);
     if (b.bad || b.at != b.n) {

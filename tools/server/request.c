@@ -859,8 +859,13 @@ static bool finish(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r,
     return fit_refs(pc, r, sdapi);
 }
 
-static bool init_request(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
+void sdc_srv_request_clear(sdc_srv_request *r) {
     memset(r, 0, sizeof *r);
+    r->eta = r->img_cfg = r->guidance = r->flow_shift = NAN;
+}
+
+static bool init_request(parse_ctx *pc, const sdc_srv_defaults *d, sdc_srv_request *r) {
+    sdc_srv_request_clear(r);
     r->clip_skip = d->clip_skip;
     r->qwen_image_layers = d->qwen_image_layers;
     r->width = d->width;

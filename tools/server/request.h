@@ -100,6 +100,10 @@ int sdc_srv_parse_edit_multipart(const char *content_type, const char *body, siz
                                  const sdc_srv_defaults *d, sdc_srv_request *r, char *err,
                                  size_t err_size);
 
+/* An empty request: zeroed, its unset-by-NAN numbers (eta, img_cfg, guidance, flow_shift)
+ * NAN, so that a request built by hand means "defaults" rather than 0. */
+void sdc_srv_request_clear(sdc_srv_request *r);
+
 void sdc_srv_request_free(sdc_srv_request *r);
 
 /* The server's --ref-image-args (base, NULL: none) with the request's reference options
