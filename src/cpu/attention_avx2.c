@@ -1,6 +1,7 @@
 /* AVX2+FMA attention block, the online softmax of sdc_attn_block_scalar bit for bit (the
- * same sums in the same order, sdc_exp256's values): both products (scores = q kt,
- * out += p v) run on 6x16 register blocks; the scores' block also adds the mask (or hides
+ * same sums in the same order, sdc_exp256's values; weights under 2^-126 come out as a
+ * tiny number instead of 0, which no sum beside the row maximum's 1 can see): both products (scores
+ * = q kt, out += p v) run on 6x16 register blocks; the scores' block also adds the mask (or hides
  * the padding keys) and keeps each row's running max in registers, so the softmax reads
  * each score row once. Shapes are pre-padded by the driver (rows to 6, columns to 16). */
 #include <math.h>
@@ -131,12 +132,12 @@ static float softmax_row(float *s, int64_t nk, __m256 vmax, float *m, float *l) 
     const __m256 vm = _mm256_set1_ps(mnew);
     __m256 vsum = _mm256_setzero_ps();
     for (int64_t j = 0; j < nk; j += 8) {
-        __m256 e = sdc_exp256_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+        __m256 e = sdc_exp256_softmax(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
         _mm256_storeu_ps(s + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
-    /* the vector exp also maps a first -inf running max to 0; libm expf is slower */
-    const float c = _mm256_cvtss_f32(sdc_exp256_nonpos(_mm256_set1_ps(*m - mnew)));
+    /* a first -inf running max gives a tiny c: it scales an output and sum that are 0 */
+    const float c = _mm256_cvtss_f32(sdc_exp256_softmax(_mm256_set1_ps(*m - mnew)));
     *l = *l * c + sdc_hsum256(vsum);
     *m = mnew;
     return c;

@@ -6,9 +6,11 @@
  * from an atomic counter; for each reduction slice a unit gathers its pixels straight
  * into the [k][NR] panels the GEMM micro-kernel streams (im2col on the fly, no
  * intermediate copy) and runs the micro-kernel over them. Images of one or two tiles
- * split channels instead and pack each weight micro-panel where it is used (it would
- * serve at most two units). Scratch: the packed weight block (at most CONV_WBUDGET
- * bytes) plus CONV_NT x CONV_KC floats per thread, whatever the image size. Depthwise
+ * (the UNet's deepest levels) turn this around: the threads gather the tiles' im2col
+ * panels once, together, into the shared area (a quarter of CONV_WBUDGET at a time),
+ * and units split the channels, packing each weight micro-panel where it is used (it
+ * would serve at most two units). Scratch: the shared block (at most CONV_WBUDGET bytes)
+ * plus CONV_NT x CONV_KC floats per thread, whatever the image size. Depthwise
  * convolutions take a direct path. */
 #include <stdatomic.h>
 #include <string.h>
@@ -30,6 +32,8 @@ typedef struct conv_geom {
     int64_t bgroups; /* micro-panels per shared weight block */
     int64_t nt;      /* pixels per tile, a multiple of NR */
     bool fly;        /* one or two tiles: each unit packs its weights itself, in L1 */
+    int64_t ntiles;  /* tiles of all images */
+    int64_t fsc;     /* fly: reduction slices whose im2col panels are shared at once */
     int sx, sy, px, py, dx, dy, groups;
 } conv_geom;
 
@@ -79,8 +83,12 @@ static conv_geom get_geom(const sdc_tensor *dst, int nth) {
     c.nt = min64(CONV_NT, (c.npix + NR - 1) / NR * NR);
     /* with one or two tiles a packed weight would serve at most two units: converting it
      * where it is used beats a round trip of the whole weight through memory */
-    c.fly = c.n * ((c.npix + c.nt - 1) / c.nt) <= 2;
+    c.ntiles = c.n * ((c.npix + c.nt - 1) / c.nt);
+    c.fly = c.ntiles <= 2;
     if (c.fly) c.bgroups = c.ngroups;
+    /* the fly path's shared im2col panels: a quarter of the weight budget (L3) */
+    const int64_t fsc = (int64_t)(g_wbudget / 4 / sizeof(float)) / (c.ntiles * c.nt * CONV_KC);
+    c.fsc = c.fly ? (fsc < 1 ? 1 : fsc > c.nslices ? c.nslices : fsc) : 0;
     (void)nth;
     return c;
 }
@@ -90,12 +98,18 @@ static bool is_depthwise(const sdc_tensor *dst, const conv_geom *c) {
            dst->src[0]->nb[0] == sizeof(float);
 }
 
-/* Work area: [counter (64 B)] [packed weight block] [per thread: col panels, rows]. */
+/* Work area: [counter (64 B)] [packed weight block, or the fly path's shared im2col
+ * panels] [per thread: its own col panels (not on the fly path), weight rows, a panel]. */
 static size_t shared_bytes(const conv_geom *c) {
-    return 64 + (c->fly ? 0 : (size_t)(c->bgroups * c->nslices * APANEL) * sizeof(float));
+    const int64_t n =
+        c->fly ? c->ntiles * c->fsc * c->nt * CONV_KC : c->bgroups * c->nslices * APANEL;
+    return 64 + (size_t)n * sizeof(float);
+}
+static size_t thread_col_floats(const conv_geom *c) {
+    return c->fly ? 0 : (size_t)(c->nt * CONV_KC);
 }
 static size_t thread_bytes(const conv_geom *c) {
-    return ((size_t)(c->nt * CONV_KC) + (size_t)MR * CONV_KC + APANEL) * sizeof(float) + 64;
+    return (thread_col_floats(c) + (size_t)MR * CONV_KC + APANEL) * sizeof(float) + 64;
 }
 
 size_t sdc_cpu_conv2d_work_size(const sdc_tensor *dst, int nth) {
@@ -202,6 +216,27 @@ static void pack_col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, in
     const int64_t khw = c->kw * c->kh;
     int64_t ci = k0 / khw, ky = k0 % khw / c->kw, kx = k0 % c->kw;
     const int64_t last = t->npanels - 1, npx_last = np - last * NR;
+    bool whole = c->sx == 1 && x->nb[0] == sizeof(float) && npx_last == NR;
+    for (int64_t q = 0; whole && q <= last; q++) whole = t->nseg[q] == 1;
+    if (whole) { /* every panel one run of NR pixels of a contiguous row: copy 64 bytes */
+        for (int64_t kk = 0; kk < kc; kk++) {
+            const char *xc = sdc_row_ptr(x, 0, g * c->cin_g + ci, n);
+            for (int64_t q = 0; q <= last; q++) {
+                float *d = col + q * kc * NR + kk * NR;
+                const col_seg *sg = &t->seg[q][0];
+                const int64_t iy = sg->iy0 + ky * c->dy, ix = sg->ix0 + kx * c->dx;
+                if (iy >= 0 && iy < c->ih && ix >= 0 && ix + NR <= c->iw)
+                    memcpy(d, (const float *)(xc + iy * x->nb[1]) + ix, sizeof(float) * NR);
+                else
+                    gather_run(x, c, n, g * c->cin_g + ci, ky, kx, sg, d);
+            }
+            if (++kx == c->kw) {
+                kx = 0;
+                if (++ky == c->kh) ky = 0, ci++;
+            }
+        }
+        return;
+    }
     for (int64_t kk = 0; kk < kc; kk++) {
         const int64_t ch = g * c->cin_g + ci;
         for (int64_t q = 0; q <= last; q++) {
@@ -221,25 +256,35 @@ static void pack_col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, in
     }
 }
 
-/* One unit: pixels [pix0, pix0+np) of image n, micro-panels [r0, r1) of the packed block
- * whose first channel is co0 (valid channels end at co_end); wpack NULL: pack each
- * micro-panel here (into abuf, with tmp for conversion). */
+/* Where a unit's work lies: pixels [pix0, pix0+np) of image n, reduction slices
+ * [s0, s1), micro-panels [r0, r1) of the weight block whose first channel is co0 (valid
+ * channels end at co_end). */
+typedef struct conv_span {
+    int64_t n, g, co0, co_end, r0, r1, pix0, np, s0, s1;
+} conv_span;
+
+/* One unit. wpack NULL: pack each weight micro-panel here (into abuf, with tmp for the
+ * conversion). colsh NULL: gather each slice's im2col panels here (into col), else slice
+ * s's are at colsh + (s - s0) * nt * KC. Slice 0 starts the outputs from the bias. */
 static void conv_unit(const sdc_gemm_kernels *kern, const sdc_tensor *x, sdc_tensor *dst,
-                      const conv_geom *c, const float *wpack, int64_t n, int64_t g, int64_t co0,
-                      int64_t co_end, int64_t r0, int64_t r1, int64_t pix0, int64_t np, float *col,
-                      float *abuf, float *tmp) {
+                      const conv_geom *c, const float *wpack, const conv_span *u,
+                      const float *colsh, float *col, float *abuf, float *tmp) {
     const sdc_tensor *bias = dst->src[2];
+    const int64_t n = u->n, co0 = u->co0, co_end = u->co_end, r0 = u->r0, r1 = u->r1;
+    const int64_t pix0 = u->pix0, np = u->np, npanels = (np + NR - 1) / NR;
     tile_segs ts;
-    tile_segments(c, pix0, np, &ts);
-    const int64_t npanels = ts.npanels;
-    for (int64_t co = co0 + r0 * MR; co < min64(co_end, co0 + r1 * MR); co++) {
+    if (!colsh) tile_segments(c, pix0, np, &ts);
+    for (int64_t co = co0 + r0 * MR; u->s0 == 0 && co < min64(co_end, co0 + r1 * MR); co++) {
         float *out = (float *)sdc_row_ptr(dst, 0, co, n) + pix0;
         const float b = bias ? ((const float *)bias->data)[co] : 0.0f;
         for (int64_t i = 0; i < np; i++) out[i] = b;
     }
-    for (int64_t s = 0; s < c->nslices; s++) {
+    for (int64_t s = u->s0; s < u->s1; s++) {
         const int64_t k0 = s * CONV_KC, kc = min64(CONV_KC, c->kdim - k0);
-        pack_col_tile(x, c, n, g, &ts, np, k0, kc, col);
+        if (colsh)
+            col = (float *)colsh + (s - u->s0) * c->nt * CONV_KC;
+        else
+            pack_col_tile(x, c, n, u->g, &ts, np, k0, kc, col);
         for (int64_t r = r0; r < r1; r++) {
             const float *a = wpack + (s * c->bgroups + r) * APANEL;
             if (!wpack) {
@@ -320,8 +365,118 @@ static void conv_depthwise(const sdc_cpu_params *p, sdc_tensor *dst, const conv_
     }
 }
 
-void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
+/* Per-thread scratch of a conv2d share. */
+typedef struct conv_thread {
+    const sdc_gemm_kernels *kern;
+    _Atomic int64_t *next; /* the shared unit counter */
+    float *shared;         /* packed weight block, or the fly path's im2col panels */
+    float *col, *tmp, *abuf;
+    bool pooled;
+    int ith, nth;
+} conv_thread;
+
+/* One or two tiles: every unit would gather the same im2col panels, so all threads
+ * gather them together, fsc slices at a time, into the shared area; units are then
+ * (tile, channel range) pairs that only multiply, packing each weight micro-panel where
+ * it is used. */
+static void conv_fly(const sdc_cpu_params *p, sdc_tensor *dst, const conv_geom *c,
+                     const conv_thread *t) {
+    const sdc_tensor *x = dst->src[0];
+    const int64_t tiles_img = (c->npix + c->nt - 1) / c->nt, tile_floats = c->nt * CONV_KC;
+    /* channel ranges: enough units for an even spread, no gathering to repeat in them */
+    const int64_t rsplit = min64(c->ngroups, (8 * t->nth + c->ntiles - 1) / c->ntiles);
+    bool first = true;
+    for (int64_t g = 0; g < c->groups; g++) {
+        for (int64_t s0 = 0; s0 < c->nslices; s0 += c->fsc) {
+            const int64_t s1 = min64(c->nslices, s0 + c->fsc), ns = s1 - s0;
+            if (!first && t->pooled) sdc_cpu_barrier(p); /* everyone is done with the panels */
+            first = false;
+            if (t->ith == 0) atomic_store_explicit(t->next, 0, memory_order_relaxed);
+            int64_t lo, hi;
+            sdc_cpu_split(c->ntiles * ns, t->ith, t->nth, &lo, &hi);
+            for (int64_t j = lo; j < hi; j++) { /* (tile, slice) gathers */
+                const int64_t tile = j / ns, s = s0 + j % ns, img = tile / tiles_img;
+                const int64_t pix0 = tile % tiles_img * c->nt, np = min64(c->nt, c->npix - pix0);
+                const int64_t k0 = s * CONV_KC;
+                tile_segs ts;
+                tile_segments(c, pix0, np, &ts);
+                pack_col_tile(x, c, img, g, &ts, np, k0, min64(CONV_KC, c->kdim - k0),
+                              t->shared + (tile * c->fsc + s - s0) * tile_floats);
+            }
+            if (t->pooled) sdc_cpu_barrier(p);
+            const int64_t units = c->ntiles * rsplit;
+            for (;;) {
+                const int64_t u = atomic_fetch_add_explicit(t->next, 1, memory_order_relaxed);
+                if (u >= units) break;
+                const int64_t tile = u / rsplit, rc = u % rsplit, pix0 = tile % tiles_img * c->nt;
+                const conv_span sp = {
+                    .n = tile / tiles_img,
+                    .g = g,
+                    .co0 = g * c->cout_g,
+                    .co_end = (g + 1) * c->cout_g,
+                    .r0 = rc * c->ngroups / rsplit,
+                    .r1 = (rc + 1) * c->ngroups / rsplit,
+                    .pix0 = pix0,
+                    .np = min64(c->nt, c->npix - pix0),
+                    .s0 = s0,
+                    .s1 = s1,
+                };
+                conv_unit(t->kern, x, dst, c, NULL, &sp, t->shared + tile * c->fsc * tile_floats,
+                          NULL, t->abuf, t->tmp);
+            }
+        }
+    }
+}
+
+/* Many tiles: weight blocks packed once by all threads together, shared; units are
+ * (tile, channel range) pairs that gather their own im2col panels. */
+static void conv_tiled(const sdc_cpu_params *p, sdc_tensor *dst, const conv_geom *c,
+                       const conv_thread *t) {
     const sdc_tensor *x = dst->src[0], *w = dst->src[1];
+    const int64_t tiles_img = (c->npix + c->nt - 1) / c->nt;
+    bool first = true;
+    for (int64_t g = 0; g < c->groups; g++) {
+        for (int64_t b0 = 0; b0 < c->ngroups; b0 += c->bgroups) {
+            const int64_t nb = min64(c->bgroups, c->ngroups - b0);
+            const int64_t co0 = g * c->cout_g + b0 * MR, co_end = (g + 1) * c->cout_g;
+            /* few tiles: split the channels too, so that no thread idles */
+            const int64_t rsplit =
+                c->ntiles >= 4 * t->nth ? 1 : min64(nb, (4 * t->nth + c->ntiles - 1) / c->ntiles);
+            if (!first && t->pooled) sdc_cpu_barrier(p); /* everyone is done with the block */
+            first = false;
+            if (t->ith == 0) atomic_store_explicit(t->next, 0, memory_order_relaxed);
+            int64_t lo, hi;
+            sdc_cpu_split(c->nslices * nb, t->ith, t->nth, &lo, &hi);
+            for (int64_t u = lo; u < hi; u++) {
+                const int64_t s = u / nb, r = u % nb;
+                pack_weights(t->kern, w, c, co0, co_end, s, r,
+                             t->shared + (s * c->bgroups + r) * APANEL, t->tmp);
+            }
+            if (t->pooled) sdc_cpu_barrier(p);
+            const int64_t units = c->ntiles * rsplit;
+            for (;;) {
+                const int64_t u = atomic_fetch_add_explicit(t->next, 1, memory_order_relaxed);
+                if (u >= units) break;
+                const int64_t tile = u / rsplit, rc = u % rsplit, pix0 = tile % tiles_img * c->nt;
+                const conv_span sp = {
+                    .n = tile / tiles_img,
+                    .g = g,
+                    .co0 = co0,
+                    .co_end = co_end,
+                    .r0 = rc * nb / rsplit,
+                    .r1 = (rc + 1) * nb / rsplit,
+                    .pix0 = pix0,
+                    .np = min64(c->nt, c->npix - pix0),
+                    .s0 = 0,
+                    .s1 = c->nslices,
+                };
+                conv_unit(t->kern, x, dst, c, t->shared, &sp, NULL, t->col, t->abuf, t->tmp);
+            }
+        }
+    }
+}
+
+void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
     const conv_geom c = get_geom(dst, p->nth);
     if (is_depthwise(dst, &c)) {
         conv_depthwise(p, dst, &c);
@@ -330,43 +485,22 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
     /* shares run one after another (no pool, as in unit tests): the first does it all */
     const bool pooled = p->nth > 1 && p->pool;
     if (p->nth > 1 && !pooled && p->ith > 0) return;
-    const int nth = pooled ? p->nth : 1;
     char *base = (char *)(((uintptr_t)p->wdata + 63) & ~(uintptr_t)63);
-    _Atomic int64_t *next = (_Atomic int64_t *)base;
-    float *wpack = (float *)(base + 64);
     uintptr_t tb = (uintptr_t)base + shared_bytes(&c) + (size_t)p->ith * thread_bytes(&c);
     float *col = (float *)((tb + 63) & ~(uintptr_t)63);
-    float *tmp = col + c.nt * CONV_KC, *abuf = tmp + MR * CONV_KC;
-    const sdc_gemm_kernels *kern = sdc_gemm_kernels_for(sdc_cpu_isa());
-    const int64_t tiles_img = (c.npix + c.nt - 1) / c.nt, ntiles = c.n * tiles_img;
-    bool first = true;
-    for (int64_t g = 0; g < c.groups; g++) {
-        for (int64_t b0 = 0; b0 < c.ngroups; b0 += c.bgroups) {
-            const int64_t nb = min64(c.bgroups, c.ngroups - b0);
-            const int64_t co0 = g * c.cout_g + b0 * MR, co_end = (g + 1) * c.cout_g;
-            /* few tiles: split the channels too, so that no thread idles */
-            const int64_t rsplit =
-                ntiles >= 4 * nth ? 1 : min64(nb, (4 * nth + ntiles - 1) / ntiles);
-            if (!first && pooled) sdc_cpu_barrier(p); /* everyone is done with wpack */
-            first = false;
-            if (p->ith == 0) atomic_store_explicit(next, 0, memory_order_relaxed);
-            int64_t lo, hi;
-            sdc_cpu_split(c.fly ? 0 : c.nslices * nb, pooled ? p->ith : 0, nth, &lo, &hi);
-            for (int64_t u = lo; u < hi; u++) {
-                const int64_t s = u / nb, r = u % nb;
-                pack_weights(kern, w, &c, co0, co_end, s, r, wpack + (s * c.bgroups + r) * APANEL,
-                             tmp);
-            }
-            if (pooled) sdc_cpu_barrier(p);
-            const int64_t units = ntiles * rsplit;
-            for (;;) {
-                const int64_t u = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
-                if (u >= units) break;
-                const int64_t t = u / rsplit, rc = u % rsplit, img = t / tiles_img;
-                const int64_t pix0 = (t % tiles_img) * c.nt, np = min64(c.nt, c.npix - pix0);
-                conv_unit(kern, x, dst, &c, c.fly ? NULL : wpack, img, g, co0, co_end,
-                          rc * nb / rsplit, (rc + 1) * nb / rsplit, pix0, np, col, abuf, tmp);
-            }
-        }
-    }
+    conv_thread t = {
+        .kern = sdc_gemm_kernels_for(sdc_cpu_isa()),
+        .next = (_Atomic int64_t *)base,
+        .shared = (float *)(base + 64),
+        .col = col,
+        .tmp = col + thread_col_floats(&c),
+        .pooled = pooled,
+        .ith = pooled ? p->ith : 0,
+        .nth = pooled ? p->nth : 1,
+    };
+    t.abuf = t.tmp + MR * CONV_KC;
+    if (c.fly)
+        conv_fly(p, dst, &c, &t);
+    else
+        conv_tiled(p, dst, &c, &t);
 }

@@ -39,6 +39,7 @@ typedef struct cfg {
     sdc_type qt, kvt;
     int mask; /* 0 none, 1 f32 [Lk,Lq,1,1], 2 f16 [Lk,Lq,H,B] */
     int permute_q;
+    int permute_v; /* values strided: rows of one head dv * hk apart */
 } cfg;
 
 static void run_cfg(const cfg *c) {
@@ -46,8 +47,10 @@ static void run_cfg(const cfg *c) {
                                   : t_new(c->qt, c->d, c->lq, c->h, c->b);
     sdc_tensor *q = c->permute_q ? t_permute(q0, 0, 2, 1, 3) : t_view(q0, q0->ne, q0->nb, 0);
     sdc_tensor *k = t_new(c->kvt, c->d, c->lk, c->hk, c->b);
-    sdc_tensor *v = t_new(c->kvt, c->dv, c->lk, c->hk, c->b);
-    t_fill(q0, -1, 1), t_fill(k, -1, 1), t_fill(v, -1, 1);
+    sdc_tensor *v0 = c->permute_v ? t_new(c->kvt, c->dv, c->hk, c->lk, c->b)
+                                  : t_new(c->kvt, c->dv, c->lk, c->hk, c->b);
+    sdc_tensor *v = c->permute_v ? t_permute(v0, 0, 2, 1, 3) : t_view(v0, v0->ne, v0->nb, 0);
+    t_fill(q0, -1, 1), t_fill(k, -1, 1), t_fill(v0, -1, 1);
     sdc_tensor *m = NULL;
     if (c->mask) {
         m = c->mask == 1 ? t_new(SDC_TYPE_F32, c->lk, c->lq, 1, 1)
@@ -106,31 +109,36 @@ static void run_cfg(const cfg *c) {
                 t_run(dst, nth);
             double e = t_max_err(dst, ref);
             printf("attention D=%lld Dv=%lld Lq=%lld Lk=%lld H=%lld Hk=%lld B=%lld q=%s kv=%s "
-                   "mask=%d permq=%d isa=%s nth=%d%s: max err %.3g\n",
+                   "mask=%d permq=%d permv=%d isa=%s nth=%d%s: max err %.3g\n",
                    (long long)c->d, (long long)c->dv, (long long)c->lq, (long long)c->lk,
                    (long long)c->h, (long long)c->hk, (long long)c->b, sdc_type_name(c->qt),
-                   sdc_type_name(c->kvt), c->mask, c->permute_q, sdc_isa_name(isas[ii]), nth,
-                   pooled ? " pool" : "", e);
+                   sdc_type_name(c->kvt), c->mask, c->permute_q, c->permute_v,
+                   sdc_isa_name(isas[ii]), nth, pooled ? " pool" : "", e);
             CHECK(e < TOL, "attention err %g (tolerance %g)", e, TOL);
             if (e > g_worst || e != e) g_worst = e;
         }
     sdc_cpu_set_isa(SDC_ISA_AVX512);
     free(s), free(ref);
-    t_free(dst), t_free(m), t_free(v), t_free(k), t_free(q), t_free(q0);
+    t_free(dst), t_free(m), t_free(v), t_free(v0), t_free(k), t_free(q), t_free(q0);
 }
 
 int main(void) {
     const cfg cfgs[] = {
-        {64, 64, 77, 77, 2, 2, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0},
-        {40, 24, 100, 37, 4, 2, 2, SDC_TYPE_F32, SDC_TYPE_F32, 1, 0},
-        {64, 64, 1, 130, 2, 1, 1, SDC_TYPE_F16, SDC_TYPE_F16, 2, 0},
-        {8, 8, 31, 257, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F16, 1, 1},
-        {7, 5, 49, 1, 2, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 0, 1},
-        {64, 48, 50, 600, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0}, /* 3 key blocks */
+        {64, 64, 77, 77, 2, 2, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
+        {40, 24, 100, 37, 4, 2, 2, SDC_TYPE_F32, SDC_TYPE_F32, 1, 0, 0},
+        {64, 64, 1, 130, 2, 1, 1, SDC_TYPE_F16, SDC_TYPE_F16, 2, 0, 0},
+        {8, 8, 31, 257, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F16, 1, 1, 0},
+        {7, 5, 49, 1, 2, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 0, 1, 0},
+        {64, 48, 50, 600, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0}, /* 3 key blocks */
         /* one head of 4200 keys x 256 dims (8.7 MB packed) is over a batch's 8 MB */
-        {256, 256, 13, 4200, 1, 1, 1, SDC_TYPE_F32, SDC_TYPE_F16, 0, 0},
+        {256, 256, 13, 4200, 1, 1, 1, SDC_TYPE_F32, SDC_TYPE_F16, 0, 0, 0},
         /* batches of 7 heads: 16 x 2 heads of 2100 keys x 64 (1.1 MB each) */
-        {64, 64, 7, 2100, 16, 16, 2, SDC_TYPE_F32, SDC_TYPE_F16, 1, 0},
+        {64, 64, 7, 2100, 16, 16, 2, SDC_TYPE_F32, SDC_TYPE_F16, 1, 0, 0},
+        /* key counts a multiple of 16 (no padding keys) with F32 values: contiguous and
+         * strided (rows of all heads interleaved), grouped heads, fully masked rows */
+        {64, 32, 50, 528, 4, 2, 2, SDC_TYPE_F32, SDC_TYPE_F32, 1, 0, 0},
+        {32, 48, 37, 256, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 1, 1},
+        {16, 16, 20, 64, 4, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 2, 0, 1},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
     printf("attention: worst max err %.3g over all cases, tolerance %.3g\n", g_worst, TOL);

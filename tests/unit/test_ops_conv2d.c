@@ -147,10 +147,13 @@ int main(void) {
     }
     sdc_cpu_set_isa(best);
     /* a tiny budget for the shared weights: the 50-channel case packs 48 + 2 channels in
-     * two blocks (threads wait for each other between them) */
+     * two blocks (threads wait for each other between them); the two-tile cases gather
+     * their shared im2col panels one slice at a time */
     sdc_cpu_conv2d_set_budget(64 << 10);
     printf("conv2d with a 64 KiB shared weight budget:\n");
     run_cfg(&cfgs[12]);
+    run_cfg(&cfgs[0]);
+    run_cfg(&cfgs[3]);
     sdc_cpu_conv2d_set_budget(0);
     printf("conv2d: worst max err %.3g over all cases, tolerance %.3g\n", g_worst, TOL);
     TEST_MAIN_END();
