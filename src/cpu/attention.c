@@ -113,7 +113,11 @@ static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a
              * time (16 scattered stores per key) */
             const float *kr[16];
             for (int jj = 0; jj < 16; jj++) kr[jj] = (const float *)sdc_row_ptr(k, j + jj, hk, b);
-            for (int64_t d = 0; d < a->d; d++)
+            bool done = false;
+#if defined(SDC_HAVE_X86)
+            if (sdc_cpu_isa() >= SDC_ISA_AVX2) sdc_attn_pack_kt16_avx2(kr, a->d, kp), done = true;
+#endif
+            for (int64_t d = 0; d < a->d && !done; d++)
                 for (int jj = 0; jj < 16; jj++) kp[d * 16 + jj] = kr[jj][d];
             for (int jj = 0; jj < 16; jj++) pack_v(v, a, hk, b, j + jj, vf, buf);
             j += 15;

@@ -139,6 +139,8 @@ int main(void) {
         {64, 32, 50, 528, 4, 2, 2, SDC_TYPE_F32, SDC_TYPE_F32, 1, 0, 0},
         {32, 48, 37, 256, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 1, 1},
         {16, 16, 20, 64, 4, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 2, 0, 1},
+        /* F32 keys packed 16 at a time with a head size that is not a multiple of 8 */
+        {20, 12, 9, 40, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run_cfg(&cfgs[i]);
     printf("attention: worst max err %.3g over all cases, tolerance %.3g\n", g_worst, TOL);
