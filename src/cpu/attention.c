@@ -10,12 +10,15 @@
 
 #include "cpu/attention_impl.h"
 #include "cpu/cpu_features.h"
+#include "cpu/gemm.h"
 #include "cpu/ops_util.h"
 
 /* bytes of packed keys/values per batch. Units run head by head, so a head's keys and
  * values stay in the L2 caches while its query blocks run whatever the batch size; large
  * batches mean few barriers (a thread that the OS deschedules holds the others up at each). */
 #define SDC_ATTN_KV_BUDGET ((size_t)8 << 20)
+
+_Static_assert(SDC_GEMM_NR == 16, "key panels are packed by the GEMM's panel transpose");
 
 static int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;
@@ -109,16 +112,10 @@ static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a
     for (int64_t j = j0; j < j1; j++) {
         float *kp = kt + sdc_attn_kt_index(a->d, j, 0);
         if (k_f32 && j % 16 == 0 && j + 16 <= j1 && j + 16 <= a->lk) {
-            /* 16 keys of F32: their panel [d][16] written line by line, not a column at a
-             * time (16 scattered stores per key) */
+            /* 16 keys of F32: their panel [d][16] is the GEMM's weight panel layout */
             const float *kr[16];
             for (int jj = 0; jj < 16; jj++) kr[jj] = (const float *)sdc_row_ptr(k, j + jj, hk, b);
-            bool done = false;
-#if defined(SDC_HAVE_X86)
-            if (sdc_cpu_isa() >= SDC_ISA_AVX2) sdc_attn_pack_kt16_avx2(kr, a->d, kp), done = true;
-#endif
-            for (int64_t d = 0; d < a->d && !done; d++)
-                for (int jj = 0; jj < 16; jj++) kp[d * 16 + jj] = kr[jj][d];
+            sdc_gemm_kernels_for(sdc_cpu_isa())->transpose(kr, a->d, kp); /* 8x8 blocks */
             for (int jj = 0; jj < 16; jj++) pack_v(v, a, hk, b, j + jj, vf, buf);
             j += 15;
             continue;

@@ -171,37 +171,3 @@ void sdc_attn_block_avx2(const sdc_attn_block *b) {
             _mm256_storeu_ps(o + e, _mm256_mul_ps(_mm256_loadu_ps(o + e), inv));
     }
 }
-
-/* 8x8 block transpose: out row i (8 floats, ldo apart) = column i of the 8 input rows. */
-static inline void transpose8(const float *const *rows, int64_t c0, float *out, int64_t ldo) {
-    __m256 r0 = _mm256_loadu_ps(rows[0] + c0), r1 = _mm256_loadu_ps(rows[1] + c0);
-    __m256 r2 = _mm256_loadu_ps(rows[2] + c0), r3 = _mm256_loadu_ps(rows[3] + c0);
-    __m256 r4 = _mm256_loadu_ps(rows[4] + c0), r5 = _mm256_loadu_ps(rows[5] + c0);
-    __m256 r6 = _mm256_loadu_ps(rows[6] + c0), r7 = _mm256_loadu_ps(rows[7] + c0);
-    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    r0 = _mm256_shuffle_ps(t0, t2, 0x44), r1 = _mm256_shuffle_ps(t0, t2, 0xee);
-    r2 = _mm256_shuffle_ps(t1, t3, 0x44), r3 = _mm256_shuffle_ps(t1, t3, 0xee);
-    r4 = _mm256_shuffle_ps(t4, t6, 0x44), r5 = _mm256_shuffle_ps(t4, t6, 0xee);
-    r6 = _mm256_shuffle_ps(t5, t7, 0x44), r7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    _mm256_storeu_ps(out + 0 * ldo, _mm256_permute2f128_ps(r0, r4, 0x20));
-    _mm256_storeu_ps(out + 1 * ldo, _mm256_permute2f128_ps(r1, r5, 0x20));
-    _mm256_storeu_ps(out + 2 * ldo, _mm256_permute2f128_ps(r2, r6, 0x20));
-    _mm256_storeu_ps(out + 3 * ldo, _mm256_permute2f128_ps(r3, r7, 0x20));
-    _mm256_storeu_ps(out + 4 * ldo, _mm256_permute2f128_ps(r0, r4, 0x31));
-    _mm256_storeu_ps(out + 5 * ldo, _mm256_permute2f128_ps(r1, r5, 0x31));
-    _mm256_storeu_ps(out + 6 * ldo, _mm256_permute2f128_ps(r2, r6, 0x31));
-    _mm256_storeu_ps(out + 7 * ldo, _mm256_permute2f128_ps(r3, r7, 0x31));
-}
-
-void sdc_attn_pack_kt16_avx2(const float *const *rows, int64_t d, float *kp) {
-    int64_t c = 0;
-    for (; c + 8 <= d; c += 8) {
-        transpose8(rows, c, kp + c * 16, 16);
-        transpose8(rows + 8, c, kp + c * 16 + 8, 16);
-    }
-    for (; c < d; c++)
-        for (int jj = 0; jj < 16; jj++) kp[c * 16 + jj] = rows[jj][c];
-}

@@ -34,9 +34,6 @@ static inline int64_t sdc_attn_v_index(int64_t lkp, int64_t j, int64_t e) {
     return (e / 16 * lkp + j) * 16 + e % 16;
 }
 
-/* kp[c * 16 + j] = rows[j][c] for c < d, j < 16: 16 F32 keys into their panel. */
-void sdc_attn_pack_kt16_avx2(const float *const *rows, int64_t d, float *kp);
-
 void sdc_attn_block_scalar(const sdc_attn_block *b);
 void sdc_attn_block_avx2(const sdc_attn_block *b);
 void sdc_attn_block_neon(const sdc_attn_block *b);
