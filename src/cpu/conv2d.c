@@ -5,13 +5,14 @@
  * (shared, never packed twice). Threads then take (pixel tile, channel range) units
  * from an atomic counter; for each reduction slice a unit gathers its pixels straight
  * into the [k][NR] panels the GEMM micro-kernel streams (im2col on the fly, no
- * intermediate copy) and runs the micro-kernel over them. Images of one or two tiles
- * (the UNet's deepest levels) turn this around: the threads gather the tiles' im2col
- * panels once, together, into the shared area (a quarter of CONV_WBUDGET at a time),
- * and units split the channels, packing each weight micro-panel where it is used (it
- * would serve at most two units). Scratch: the shared block (at most CONV_WBUDGET bytes)
- * plus CONV_NT x CONV_KC floats per thread, whatever the image size. Depthwise
- * convolutions take a direct path. */
+ * intermediate copy) and runs the micro-kernel over them. With few tiles (under 8: the
+ * UNet's 32x32 and smaller levels) units split the channels too, and each channel range
+ * would gather the whole tile again: there all threads gather every tile's im2col panels
+ * once, together, into the shared area (a quarter of CONV_WBUDGET of reduction slices at
+ * a time), and units only multiply. With one or two tiles a packed weight would serve at
+ * most two units: each unit converts its weight micro-panels where it uses them instead.
+ * Scratch: the shared block (at most 1.25 x CONV_WBUDGET) plus CONV_NT x CONV_KC floats
+ * per thread, whatever the image size. Depthwise convolutions take a direct path. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -33,7 +34,8 @@ typedef struct conv_geom {
     int64_t nt;      /* pixels per tile, a multiple of NR */
     bool fly;        /* one or two tiles: each unit packs its weights itself, in L1 */
     int64_t ntiles;  /* tiles of all images */
-    int64_t fsc;     /* fly: reduction slices whose im2col panels are shared at once */
+    int64_t fsc;     /* few tiles (< 8): reduction slices whose im2col panels all threads
+                      * gather together into the shared area at once; 0: units gather */
     int sx, sy, px, py, dx, dy, groups;
 } conv_geom;
 
@@ -86,9 +88,10 @@ static conv_geom get_geom(const sdc_tensor *dst, int nth) {
     c.ntiles = c.n * ((c.npix + c.nt - 1) / c.nt);
     c.fly = c.ntiles <= 2;
     if (c.fly) c.bgroups = c.ngroups;
-    /* the fly path's shared im2col panels: a quarter of the weight budget (L3) */
+    /* few tiles: units split channels too, and each channel range of a tile would gather
+     * the whole tile again; the shared panels take a quarter of the weight budget (L3) */
     const int64_t fsc = (int64_t)(g_wbudget / 4 / sizeof(float)) / (c.ntiles * c.nt * CONV_KC);
-    c.fsc = c.fly ? (fsc < 1 ? 1 : fsc > c.nslices ? c.nslices : fsc) : 0;
+    c.fsc = c.ntiles < 8 ? (fsc < 1 ? 1 : fsc > c.nslices ? c.nslices : fsc) : 0;
     (void)nth;
     return c;
 }
@@ -98,15 +101,16 @@ static bool is_depthwise(const sdc_tensor *dst, const conv_geom *c) {
            dst->src[0]->nb[0] == sizeof(float);
 }
 
-/* Work area: [counter (64 B)] [packed weight block, or the fly path's shared im2col
- * panels] [per thread: its own col panels (not on the fly path), weight rows, a panel]. */
+/* Work area: [counter (64 B)] [packed weight block (not on the fly path)] [shared im2col
+ * panels (few tiles)] [per thread: its own col panels (many tiles), weight rows, a panel]. */
+static size_t weight_floats(const conv_geom *c) {
+    return c->fly ? 0 : (size_t)(c->bgroups * c->nslices * APANEL);
+}
 static size_t shared_bytes(const conv_geom *c) {
-    const int64_t n =
-        c->fly ? c->ntiles * c->fsc * c->nt * CONV_KC : c->bgroups * c->nslices * APANEL;
-    return 64 + (size_t)n * sizeof(float);
+    return 64 + (weight_floats(c) + (size_t)(c->ntiles * c->fsc * c->nt * CONV_KC)) * sizeof(float);
 }
 static size_t thread_col_floats(const conv_geom *c) {
-    return c->fly ? 0 : (size_t)(c->nt * CONV_KC);
+    return c->fsc ? 0 : (size_t)(c->nt * CONV_KC);
 }
 static size_t thread_bytes(const conv_geom *c) {
     return (thread_col_floats(c) + (size_t)MR * CONV_KC + APANEL) * sizeof(float) + 64;
@@ -369,108 +373,79 @@ static void conv_depthwise(const sdc_cpu_params *p, sdc_tensor *dst, const conv_
 typedef struct conv_thread {
     const sdc_gemm_kernels *kern;
     _Atomic int64_t *next; /* the shared unit counter */
-    float *shared;         /* packed weight block, or the fly path's im2col panels */
+    float *shared;         /* packed weight block, then the shared im2col panels */
     float *col, *tmp, *abuf;
     bool pooled;
     int ith, nth;
 } conv_thread;
 
-/* One or two tiles: every unit would gather the same im2col panels, so all threads
- * gather them together, fsc slices at a time, into the shared area; units are then
- * (tile, channel range) pairs that only multiply, packing each weight micro-panel where
- * it is used. */
-static void conv_fly(const sdc_cpu_params *p, sdc_tensor *dst, const conv_geom *c,
+/* The convolution, weight block by weight block (fly: no packed weights, units convert
+ * their own) and, with few tiles, fsc reduction slices at a time: all threads pack the
+ * block's weight micro-panels / gather the slices' im2col panels of every tile into the
+ * shared area, then take (tile, channel range) units from the counter. With many tiles a
+ * unit gathers its own tile's panels slice by slice. */
+static void conv_run(const sdc_cpu_params *p, sdc_tensor *dst, const conv_geom *c,
                      const conv_thread *t) {
-    const sdc_tensor *x = dst->src[0];
-    const int64_t tiles_img = (c->npix + c->nt - 1) / c->nt, tile_floats = c->nt * CONV_KC;
-    /* channel ranges: enough units for an even spread, no gathering to repeat in them */
-    const int64_t rsplit = min64(c->ngroups, (8 * t->nth + c->ntiles - 1) / c->ntiles);
-    bool first = true;
-    for (int64_t g = 0; g < c->groups; g++) {
-        for (int64_t s0 = 0; s0 < c->nslices; s0 += c->fsc) {
-            const int64_t s1 = min64(c->nslices, s0 + c->fsc), ns = s1 - s0;
-            if (!first && t->pooled) sdc_cpu_barrier(p); /* everyone is done with the panels */
-            first = false;
-            if (t->ith == 0) atomic_store_explicit(t->next, 0, memory_order_relaxed);
-            int64_t lo, hi;
-            sdc_cpu_split(c->ntiles * ns, t->ith, t->nth, &lo, &hi);
-            for (int64_t j = lo; j < hi; j++) { /* (tile, slice) gathers */
-                const int64_t tile = j / ns, s = s0 + j % ns, img = tile / tiles_img;
-                const int64_t pix0 = tile % tiles_img * c->nt, np = min64(c->nt, c->npix - pix0);
-                const int64_t k0 = s * CONV_KC;
-                tile_segs ts;
-                tile_segments(c, pix0, np, &ts);
-                pack_col_tile(x, c, img, g, &ts, np, k0, min64(CONV_KC, c->kdim - k0),
-                              t->shared + (tile * c->fsc + s - s0) * tile_floats);
-            }
-            if (t->pooled) sdc_cpu_barrier(p);
-            const int64_t units = c->ntiles * rsplit;
-            for (;;) {
-                const int64_t u = atomic_fetch_add_explicit(t->next, 1, memory_order_relaxed);
-                if (u >= units) break;
-                const int64_t tile = u / rsplit, rc = u % rsplit, pix0 = tile % tiles_img * c->nt;
-                const conv_span sp = {
-                    .n = tile / tiles_img,
-                    .g = g,
-                    .co0 = g * c->cout_g,
-                    .co_end = (g + 1) * c->cout_g,
-                    .r0 = rc * c->ngroups / rsplit,
-                    .r1 = (rc + 1) * c->ngroups / rsplit,
-                    .pix0 = pix0,
-                    .np = min64(c->nt, c->npix - pix0),
-                    .s0 = s0,
-                    .s1 = s1,
-                };
-                conv_unit(t->kern, x, dst, c, NULL, &sp, t->shared + tile * c->fsc * tile_floats,
-                          NULL, t->abuf, t->tmp);
-            }
-        }
-    }
-}
-
-/* Many tiles: weight blocks packed once by all threads together, shared; units are
- * (tile, channel range) pairs that gather their own im2col panels. */
-static void conv_tiled(const sdc_cpu_params *p, sdc_tensor *dst, const conv_geom *c,
-                       const conv_thread *t) {
     const sdc_tensor *x = dst->src[0], *w = dst->src[1];
-    const int64_t tiles_img = (c->npix + c->nt - 1) / c->nt;
+    const int64_t tiles_img = (c->npix + c->nt - 1) / c->nt, tile_floats = c->nt * CONV_KC;
+    float *wpack = c->fly ? NULL : t->shared;
+    float *colsh = c->fsc ? t->shared + weight_floats(c) : NULL;
+    const int64_t step = c->fsc ? c->fsc : c->nslices;
     bool first = true;
     for (int64_t g = 0; g < c->groups; g++) {
         for (int64_t b0 = 0; b0 < c->ngroups; b0 += c->bgroups) {
             const int64_t nb = min64(c->bgroups, c->ngroups - b0);
             const int64_t co0 = g * c->cout_g + b0 * MR, co_end = (g + 1) * c->cout_g;
-            /* few tiles: split the channels too, so that no thread idles */
+            /* few tiles: split the channels too, so that no thread idles (finer when the
+             * tiles' panels are shared: a channel range then only multiplies) */
+            const int64_t want = (colsh ? 8 : 4) * t->nth;
             const int64_t rsplit =
-                c->ntiles >= 4 * t->nth ? 1 : min64(nb, (4 * t->nth + c->ntiles - 1) / c->ntiles);
-            if (!first && t->pooled) sdc_cpu_barrier(p); /* everyone is done with the block */
-            first = false;
-            if (t->ith == 0) atomic_store_explicit(t->next, 0, memory_order_relaxed);
-            int64_t lo, hi;
-            sdc_cpu_split(c->nslices * nb, t->ith, t->nth, &lo, &hi);
-            for (int64_t u = lo; u < hi; u++) {
-                const int64_t s = u / nb, r = u % nb;
-                pack_weights(t->kern, w, c, co0, co_end, s, r,
-                             t->shared + (s * c->bgroups + r) * APANEL, t->tmp);
-            }
-            if (t->pooled) sdc_cpu_barrier(p);
-            const int64_t units = c->ntiles * rsplit;
-            for (;;) {
-                const int64_t u = atomic_fetch_add_explicit(t->next, 1, memory_order_relaxed);
-                if (u >= units) break;
-                const int64_t tile = u / rsplit, rc = u % rsplit, pix0 = tile % tiles_img * c->nt;
-                const conv_span sp = {
-                    .n = tile / tiles_img,
-                    .g = g,
-                    .co0 = co0,
-                    .co_end = co_end,
-                    .r0 = rc * nb / rsplit,
-                    .r1 = (rc + 1) * nb / rsplit,
-                    .pix0 = pix0,
-                    .np = min64(c->nt, c->npix - pix0),
-                    .s0 = 0,
-                    .s1 = c->nslices,
-                };
-                conv_unit(t->kern, x, dst, c, t->shared, &sp, NULL, t->col, t->abuf, t->tmp);
+                c->ntiles >= want ? 1 : min64(nb, (want + c->ntiles - 1) / c->ntiles);
+            for (int64_t s0 = 0; s0 < c->nslices; s0 += step) {
+                const int64_t s1 = min64(c->nslices, s0 + step), ns = s1 - s0;
+                if (!first && t->pooled) sdc_cpu_barrier(p); /* everyone is done with it */
+                first = false;
+                if (t->ith == 0) atomic_store_explicit(t->next, 0, memory_order_relaxed);
+                int64_t lo, hi;
+                sdc_cpu_split(wpack && s0 == 0 ? c->nslices * nb : 0, t->ith, t->nth, &lo, &hi);
+                for (int64_t u = lo; u < hi; u++) {
+                    const int64_t s = u / nb, r = u % nb;
+                    pack_weights(t->kern, w, c, co0, co_end, s, r,
+                                 wpack + (s * c->bgroups + r) * APANEL, t->tmp);
+                }
+                sdc_cpu_split(colsh ? c->ntiles * ns : 0, t->ith, t->nth, &lo, &hi);
+                for (int64_t j = lo; j < hi; j++) { /* (tile, slice) gathers */
+                    const int64_t tile = j / ns, s = s0 + j % ns, img = tile / tiles_img;
+                    const int64_t pix0 = tile % tiles_img * c->nt, k0 = s * CONV_KC;
+                    tile_segs ts;
+                    tile_segments(c, pix0, min64(c->nt, c->npix - pix0), &ts);
+                    pack_col_tile(x, c, img, g, &ts, min64(c->nt, c->npix - pix0), k0,
+                                  min64(CONV_KC, c->kdim - k0),
+                                  colsh + (tile * c->fsc + s - s0) * tile_floats);
+                }
+                if (t->pooled) sdc_cpu_barrier(p);
+                const int64_t units = c->ntiles * rsplit;
+                for (;;) {
+                    const int64_t u = atomic_fetch_add_explicit(t->next, 1, memory_order_relaxed);
+                    if (u >= units) break;
+                    const int64_t tile = u / rsplit, rc = u % rsplit;
+                    const int64_t pix0 = tile % tiles_img * c->nt;
+                    const conv_span sp = {
+                        .n = tile / tiles_img,
+                        .g = g,
+                        .co0 = co0,
+                        .co_end = co_end,
+                        .r0 = rc * nb / rsplit,
+                        .r1 = (rc + 1) * nb / rsplit,
+                        .pix0 = pix0,
+                        .np = min64(c->nt, c->npix - pix0),
+                        .s0 = s0,
+                        .s1 = s1,
+                    };
+                    conv_unit(t->kern, x, dst, c, wpack, &sp,
+                              colsh ? colsh + tile * c->fsc * tile_floats : NULL, t->col, t->abuf,
+                              t->tmp);
+                }
             }
         }
     }
@@ -499,8 +474,5 @@ void sdc_cpu_conv2d(const sdc_cpu_params *p, sdc_tensor *dst) {
         .nth = pooled ? p->nth : 1,
     };
     t.abuf = t.tmp + MR * CONV_KC;
-    if (c.fly)
-        conv_fly(p, dst, &c, &t);
-    else
-        conv_tiled(p, dst, &c, &t);
+    conv_run(p, dst, &c, &t);
 }
