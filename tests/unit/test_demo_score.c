@@ -3,6 +3,8 @@
  * tests/golden/gen_demo_truth.py), nominal and with the training jitter. It must read them
  * right, still read them under pixel noise, and reject them against wrong captions. Also the
  * caption grammar and the held-back set against the spec's rule. */
+#include <math.h>
+
 #include "score.h"
 #include "test_util.h"
 
@@ -96,8 +98,50 @@ static void test_grammar(void) {
     CHECK(!demo_parse_caption("a red circle on a blue backgroundx", &s), "trailing text refused");
 }
 
+/* A 64x64 red-on-blue picture of one shape (0 circle, 1 square, 2 triangle; half-extent
+ * 14 at the centre) plus `extra`: 1 one-pixel spurs (a row along the top edge 4 px wider
+ * each side, a 3-px column above it, a dotted row above that, a 5-px line out of the
+ * right side), 2 a solid 5-px bar along the top, 5 px wider each side. */
+static void draw_shape(int shape, int extra, uint8_t *rgb) {
+    for (int y = 0; y < 64; y++)
+        for (int x = 0; x < 64; x++) {
+            const double dx = x + 0.5 - 32, dy = y + 0.5 - 32;
+            bool in = shape == 0   ? dx * dx + dy * dy <= 14.0 * 14
+                      : shape == 1 ? fabs(dx) <= 14.5 && fabs(dy) <= 14.5
+                                   : fabs(dy) <= 14 && fabs(dx) <= 0.5 * (dy + 14) + 0.5;
+            if (extra == 1)
+                in |= (y == 17 && x >= 13 && x <= 50) || (x == 40 && y >= 14 && y < 17) ||
+                      (y == 12 && x >= 16 && x <= 48 && x % 3 == 0) ||
+                      (y == 32 && x >= 32 && x <= 51);
+            if (extra == 2) in |= y >= 13 && y <= 17 && x >= 13 && x <= 51;
+            const uint8_t *c = demo_palette[in ? 0 : 2];
+            memcpy(rgb + 3 * (y * 64 + x), c, 3);
+        }
+}
+
+/* The outline ignores parts thinner than 3 px (stray rows and spurs along an edge), not
+ * thick ones. */
+static void test_spurs(void) {
+    static uint8_t rgb[64 * 64 * 3];
+    for (int shape = 0; shape < 3; shape++) {
+        demo_spec want = {0, shape, 2, DEMO_MEDIUM, DEMO_CENTRE};
+        demo_reading r;
+        draw_shape(shape, 1, rgb);
+        CHECK(demo_score_image(rgb, 64, 64, &want, &r) && r.ok[DEMO_ATTR_SHAPE] &&
+                  r.ok[DEMO_ATTR_SIZE] && r.ok[DEMO_ATTR_POS],
+              "%s with one-pixel spurs read as %s (fill %.2f widen %.2f)", demo_shape_names[shape],
+              r.found.shape >= 0 ? demo_shape_names[r.found.shape] : "-", r.fill, r.widen);
+    }
+    demo_spec sq = {0, 1, 2, DEMO_MEDIUM, DEMO_CENTRE};
+    demo_reading r;
+    draw_shape(1, 2, rgb); /* fill (841 + 195) / (39 * 34) = 0.78: not a square any more */
+    CHECK(demo_score_image(rgb, 64, 64, &sq, &r) && !r.ok[DEMO_ATTR_SHAPE],
+          "square with a 5-px bar still read as a square (fill %.2f)", r.fill);
+}
+
 int main(void) {
     test_grammar();
+    test_spurs();
     int n = read_captions();
     sdc_image atlas = {0};
     if (sdc_image_load(ATLAS, &atlas) != SDC_OK) {

@@ -189,6 +189,27 @@ static int largest_component(uint8_t *mask, int w, int h) {
     return best_size;
 }
 
+/* Morphological opening of mask by a (2r+1)^2 square (erode, then dilate): removes every
+ * part thinner than 2r+1 pixels (a one-pixel line or spur along an edge) and keeps the
+ * body. tmp holds w*h bytes. */
+static void open_mask(uint8_t *mask, uint8_t *tmp, int w, int h, int r) {
+    for (int pass = 0; pass < 2; pass++) { /* 0: erode mask -> tmp; 1: dilate tmp -> mask */
+        const uint8_t *src = pass ? tmp : mask;
+        uint8_t *dst = pass ? mask : tmp;
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                int any = 0, all = 1;
+                for (int dy = -r; dy <= r; dy++)
+                    for (int dx = -r; dx <= r; dx++) {
+                        int yy = y + dy, xx = x + dx;
+                        int v = yy >= 0 && yy < h && xx >= 0 && xx < w && src[yy * w + xx];
+                        any |= v, all &= v;
+                    }
+                dst[y * w + x] = (uint8_t)(pass ? any : all);
+            }
+    }
+}
+
 /* Mean width (set pixels per row) of the rows around fraction f of the box's height. */
 static double width_at(const uint8_t *mask, int w, int y0, int y1, double f) {
     int bh = y1 - y0 + 1, yc = y0 + (int)floor(f * bh), rows = 0;
@@ -261,11 +282,22 @@ bool demo_score_image(const uint8_t *rgb, int w, int h, const demo_spec *want, d
     for (int i = 0; i < n; i++) mask[i] = pixel_dist2(rgb + 3 * i, bg) > 60.0 * 60.0;
     if (largest_component(mask, w, h) > 0 && median_colour(rgb, mask, n, fg)) {
         out->found.colour = nearest_palette(fg);
-        /* the outline: every pixel nearer the shape's colour than the background's */
+        /* the outline: every pixel nearer the shape's colour than the background's, less
+         * one-pixel lines and spurs (a square with a stray row of pixels along its top
+         * edge has a bounding box too wide for its area); the whole region if the
+         * opening leaves nothing */
+        const double scale = 0.5 * (w + h) / 64.0;
         for (int i = 0; i < n; i++)
             mask[i] = pixel_dist2(rgb + 3 * i, fg) < pixel_dist2(rgb + 3 * i, bg);
         largest_component(mask, w, h);
-        read_geometry(mask, w, h, 0.5 * (w + h) / 64.0, out);
+        uint8_t *opened = malloc((size_t)n * 2);
+        if (opened) {
+            memcpy(opened, mask, (size_t)n);
+            open_mask(opened, opened + n, w, h, scale < 1.5 ? 1 : (int)lround(scale));
+            if (largest_component(opened, w, h) > 0) memcpy(mask, opened, (size_t)n);
+            free(opened);
+        }
+        read_geometry(mask, w, h, scale, out);
     }
     free(mask);
     if (want) {
