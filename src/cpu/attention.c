@@ -115,7 +115,7 @@ static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a
             /* 16 keys of F32: their panel [d][16] is the GEMM's weight panel layout */
             const float *kr[16];
             for (int jj = 0; jj < 16; jj++) kr[jj] = (const float *)sdc_row_ptr(k, j + jj, hk, b);
-            sdc_gemm_kernels_for(sdc_cpu_isa())->transpose(kr, a->d, kp); /* 8x8 blocks */
+            sdc_gemm_kernels_for(sdc_cpu_isa())->transpose(kr, a->d, kp);
             for (int jj = 0; jj < 16; jj++) pack_v(v, a, hk, b, j + jj, vf, buf);
             j += 15;
             continue;

@@ -1,9 +1,9 @@
 /* AVX2+FMA attention block, the online softmax of sdc_attn_block_scalar bit for bit (the
- * same sums in the same order, sdc_exp256's values; weights under 2^-126 come out as a
- * tiny number instead of 0, which no sum beside the row maximum's 1 can see): both products (scores
- * = q kt, out += p v) run on 6x16 register blocks; the scores' block also adds the mask (or hides
- * the padding keys) and keeps each row's running max in registers, so the softmax reads
- * each score row once. Shapes are pre-padded by the driver (rows to 6, columns to 16). */
+ * same sums in the same order, sdc_exp256's values; weights under 2^-126 come out as a tiny
+ * number instead of 0, which no sum beside the row maximum's 1 can see): both products
+ * (scores = q kt, out += p v) run on 6x16 register blocks; the scores' block also adds the mask (or
+ * hides the padding keys) and keeps each row's running max in registers, so the softmax reads each
+ * score row once. Shapes are pre-padded by the driver (rows to 6, columns to 16). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
