@@ -1,10 +1,13 @@
 /* Fused attention: out = softmax(q k^T * scale + mask) v without the Lq x Lk matrix.
  * Key/value heads are taken a batch at a time (as many as fit SDC_ATTN_KV_BUDGET, at
- * least one): all threads together convert the batch's keys (transposed) and values to
- * F32 into one shared area, then take (head, block of SDC_ATTN_BQ queries) units from an
- * atomic counter. So no head is packed twice and a thread never waits behind an uneven
- * split; only each thread's query, score and output tiles are its own. */
+ * least one), converted to F32 (keys transposed) into one shared area. One atomic counter
+ * hands out, head by head, the head's packing units (a key block each) and then its
+ * (block of SDC_ATTN_BQ queries) units; a query unit waits until its head is packed. So
+ * no head is packed twice, a thread never waits behind an uneven split, and one thread
+ * packs the next head (memory-bound) while the other computes (FMA-bound); only each
+ * thread's query, score and output tiles are its own. */
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -67,9 +70,13 @@ static attn_layout get_layout(const attn_dims *a, bool has_mask) {
     return L;
 }
 
-/* Work area: [counter, 64 B] [hb packed heads] [per thread scratch] */
+/* Work area: [2 control blocks (batches alternate): the unit counter, then the packing
+ * units done per head] [hb packed heads] [per thread scratch] */
+static size_t ctl_bytes(const attn_dims *a) {
+    return (size_t)round_up((1 + a->hb) * (int64_t)sizeof(int64_t), 64);
+}
 static size_t shared_bytes(const attn_dims *a) {
-    return 64 + (size_t)(a->hb * (a->kt_floats + a->v_floats)) * sizeof(float);
+    return 2 * ctl_bytes(a) + (size_t)(a->hb * (a->kt_floats + a->v_floats)) * sizeof(float);
 }
 
 size_t sdc_cpu_attention_work_size(const sdc_tensor *dst, int nth) {
@@ -203,6 +210,24 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
         memcpy(sdc_row_ptr(dst, h, q0 + i, b), blk.o + i * a->dvp, sizeof(float) * (size_t)a->dv);
 }
 
+static void ctl_clear(_Atomic int64_t *ctl, int64_t hb) {
+    for (int64_t i = 0; i <= hb; i++) atomic_store_explicit(&ctl[i], 0, memory_order_relaxed);
+}
+
+/* Waits until *done reaches want (another thread is finishing the packing it took). */
+static void wait_packed(_Atomic int64_t *done, int64_t want) {
+    for (int spins = 0; atomic_load_explicit(done, memory_order_acquire) < want;) {
+        if (++spins > 1000) {
+            sched_yield();
+            spins = 0;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        else
+            __builtin_ia32_pause();
+#endif
+    }
+}
+
 void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     const sdc_tensor *k = dst->src[1], *v = dst->src[2];
     const attn_dims a = get_dims(dst);
@@ -210,10 +235,9 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     /* shares run one after another (no pool, as in unit tests): the first does it all */
     const bool pooled = p->nth > 1 && p->pool;
     if (p->nth > 1 && !pooled && p->ith > 0) return;
-    const int nth = pooled ? p->nth : 1, ith = pooled ? p->ith : 0;
+    const int ith = pooled ? p->ith : 0;
     char *base = (char *)(((uintptr_t)p->wdata + 63) & ~(uintptr_t)63);
-    _Atomic int64_t *next = (_Atomic int64_t *)base;
-    float *kvp = (float *)(base + 64);
+    float *kvp = (float *)(base + 2 * ctl_bytes(&a));
     uintptr_t tb = (uintptr_t)base + shared_bytes(&a) + (size_t)p->ith * (L.total * 4 + 64);
     float *w = (float *)((tb + 63) & ~(uintptr_t)63);
 
@@ -226,29 +250,32 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
 #endif
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;
-    for (int64_t kv0 = 0; kv0 < nkv; kv0 += a.hb) {
+    const int64_t np = jpad / SDC_ATTN_BK, nu = np + rep * a.nqb; /* units per head */
+    if (ith == 0) ctl_clear((_Atomic int64_t *)base, 2 * ctl_bytes(&a) / sizeof(int64_t) - 1);
+    if (pooled) sdc_cpu_barrier(p);
+    for (int64_t kv0 = 0, batch = 0; kv0 < nkv; kv0 += a.hb, batch++) {
         const int64_t nh = nkv - kv0 < a.hb ? nkv - kv0 : a.hb;
-        if (kv0 > 0 && pooled) sdc_cpu_barrier(p); /* everyone is done with the last batch */
-        if (ith == 0) atomic_store_explicit(next, 0, memory_order_relaxed);
-        int64_t lo, hi;
-        sdc_cpu_split(nh * jpad, ith, nth, &lo, &hi);
-        for (int64_t i = lo; i < hi;) { /* key rows of the batch's heads */
-            const int64_t hh = i / jpad, j0 = i % jpad,
-                          j1 = j0 + (hi - i) < jpad ? j0 + hi - i : jpad;
-            const int64_t kv = kv0 + hh;
-            float *kt = kvp + hh * head_floats;
-            pack_kv(k, v, &a, kv % a.hk, kv / a.hk, j0, j1, kt, kt + a.kt_floats, w + L.q);
-            i += j1 - j0;
+        _Atomic int64_t *ctl = (_Atomic int64_t *)(base + (batch % 2) * ctl_bytes(&a));
+        if (batch > 0) {
+            if (pooled) sdc_cpu_barrier(p); /* everyone is done with the last batch */
+            /* the last batch's control block serves the next one */
+            if (ith == 0)
+                ctl_clear((_Atomic int64_t *)(base + (1 - batch % 2) * ctl_bytes(&a)), a.hb);
         }
-        if (pooled) sdc_cpu_barrier(p);
-        const int64_t units = nh * rep * a.nqb;
         for (;;) {
-            const int64_t u = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
-            if (u >= units) break;
-            const int64_t hh = u / (rep * a.nqb), r = u % (rep * a.nqb);
-            const int64_t kv = kv0 + hh, b = kv / a.hk, h = kv % a.hk * rep + r / a.nqb;
-            const float *kt = kvp + hh * head_floats;
-            attn_unit(dst, &a, &L, block_fn, b, h, r % a.nqb, kt, kt + a.kt_floats, w);
+            const int64_t u = atomic_fetch_add_explicit(&ctl[0], 1, memory_order_relaxed);
+            if (u >= nh * nu) break;
+            const int64_t hh = u / nu, r = u % nu, kv = kv0 + hh;
+            float *kt = kvp + hh * head_floats;
+            if (r < np) { /* key rows [r BK, (r + 1) BK) of the head */
+                pack_kv(k, v, &a, kv % a.hk, kv / a.hk, r * SDC_ATTN_BK, (r + 1) * SDC_ATTN_BK, kt,
+                        kt + a.kt_floats, w + L.q);
+                atomic_fetch_add_explicit(&ctl[1 + hh], 1, memory_order_release);
+                continue;
+            }
+            wait_packed(&ctl[1 + hh], np);
+            const int64_t qu = r - np, b = kv / a.hk, h = kv % a.hk * rep + qu / a.nqb;
+            attn_unit(dst, &a, &L, block_fn, b, h, qu % a.nqb, kt, kt + a.kt_floats, w);
         }
     }
 }
