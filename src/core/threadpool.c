@@ -189,14 +189,17 @@ void sdc_threadpool_barrier(sdc_threadpool *p) {
         return;
     }
     int spins = 0;
-    while (atomic_load_explicit(&p->bar_phase, memory_order_acquire) == phase) {
-        if (++spins > 1000) {
-            sched_yield();
-            spins = 0;
-        }
-#if defined(__x86_64__) || defined(__i386__)
-        else
-            __builtin_ia32_pause();
-#endif
+    while (atomic_load_explicit(&p->bar_phase, memory_order_acquire) == phase)
+        sdc_spin_wait_step(&spins);
+}
+
+void sdc_spin_wait_step(int *spins) {
+    if (++*spins > 1000) {
+        sched_yield();
+        *spins = 0;
     }
+#if defined(__x86_64__) || defined(__i386__)
+    else
+        __builtin_ia32_pause();
+#endif
 }

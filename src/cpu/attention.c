@@ -7,10 +7,10 @@
  * packs the next head (memory-bound) while the other computes (FMA-bound); only each
  * thread's query, score and output tiles are its own. */
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/threadpool.h"
 #include "cpu/attention_impl.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
@@ -216,16 +216,8 @@ static void ctl_clear(_Atomic int64_t *ctl, int64_t hb) {
 
 /* Waits until *done reaches want (another thread is finishing the packing it took). */
 static void wait_packed(_Atomic int64_t *done, int64_t want) {
-    for (int spins = 0; atomic_load_explicit(done, memory_order_acquire) < want;) {
-        if (++spins > 1000) {
-            sched_yield();
-            spins = 0;
-        }
-#if defined(__x86_64__) || defined(__i386__)
-        else
-            __builtin_ia32_pause();
-#endif
-    }
+    for (int spins = 0; atomic_load_explicit(done, memory_order_acquire) < want;)
+        sdc_spin_wait_step(&spins);
 }
 
 void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
