@@ -210,8 +210,10 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
         memcpy(sdc_row_ptr(dst, h, q0 + i, b), blk.o + i * a->dvp, sizeof(float) * (size_t)a->dv);
 }
 
-static void ctl_clear(_Atomic int64_t *ctl, int64_t hb) {
-    for (int64_t i = 0; i <= hb; i++) atomic_store_explicit(&ctl[i], 0, memory_order_relaxed);
+/* Zeroes control block i (0 or 1) of the work area: its counter and per-head tallies. */
+static void ctl_clear(char *base, const attn_dims *a, int i) {
+    _Atomic int64_t *ctl = (_Atomic int64_t *)(base + (size_t)i * ctl_bytes(a));
+    for (int64_t j = 0; j <= a->hb; j++) atomic_store_explicit(&ctl[j], 0, memory_order_relaxed);
 }
 
 /* Waits until *done reaches want (another thread is finishing the packing it took). */
@@ -243,7 +245,7 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;
     const int64_t np = jpad / SDC_ATTN_BK, nu = np + rep * a.nqb; /* units per head */
-    if (ith == 0) ctl_clear((_Atomic int64_t *)base, 2 * ctl_bytes(&a) / sizeof(int64_t) - 1);
+    if (ith == 0) ctl_clear(base, &a, 0), ctl_clear(base, &a, 1);
     if (pooled) sdc_cpu_barrier(p);
     for (int64_t kv0 = 0, batch = 0; kv0 < nkv; kv0 += a.hb, batch++) {
         const int64_t nh = nkv - kv0 < a.hb ? nkv - kv0 : a.hb;
@@ -251,8 +253,7 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
         if (batch > 0) {
             if (pooled) sdc_cpu_barrier(p); /* everyone is done with the last batch */
             /* the last batch's control block serves the next one */
-            if (ith == 0)
-                ctl_clear((_Atomic int64_t *)(base + (1 - batch % 2) * ctl_bytes(&a)), a.hb);
+            if (ith == 0) ctl_clear(base, &a, (int)(1 - batch % 2));
         }
         for (;;) {
             const int64_t u = atomic_fetch_add_explicit(&ctl[0], 1, memory_order_relaxed);

@@ -177,16 +177,17 @@ static void tile_segments(const conv_geom *c, int64_t pix0, int64_t np, tile_seg
     }
 }
 
-/* One tap's row run of one panel: o[j] = input under tap (ci, ky, kx) of the run's pixels. */
-static void gather_run(const sdc_tensor *x, const conv_geom *c, int64_t n, int64_t ch, int64_t ky,
-                       int64_t kx, const col_seg *sg, float *o) {
+/* One tap's row run of one panel: o[j] = input under tap (ky, kx) of the run's pixels in
+ * the input channel plane xc. Inlined: it runs once per tap and panel, mostly a 64-byte copy. */
+static inline void gather_run(const sdc_tensor *x, const conv_geom *c, const char *xc, int64_t ky,
+                              int64_t kx, const col_seg *sg, float *o) {
     const int64_t iy = sg->iy0 + ky * c->dy, ix = sg->ix0 + kx * c->dx;
     if (iy < 0 || iy >= c->ih) {
         memset(o, 0, sizeof(float) * (size_t)sg->len);
         return;
     }
     const size_t nb0 = x->nb[0];
-    const char *xr = sdc_row_ptr(x, iy, ch, n);
+    const char *xr = xc + iy * x->nb[1];
     if (c->sx == 1 && nb0 == sizeof(float)) {
         const float *xf = (const float *)xr;
         if (sg->len == NR && ix >= 0 && ix + NR <= c->iw) {
@@ -220,34 +221,13 @@ static void pack_col_tile(const sdc_tensor *x, const conv_geom *c, int64_t n, in
     const int64_t khw = c->kw * c->kh;
     int64_t ci = k0 / khw, ky = k0 % khw / c->kw, kx = k0 % c->kw;
     const int64_t last = t->npanels - 1, npx_last = np - last * NR;
-    bool whole = c->sx == 1 && x->nb[0] == sizeof(float) && npx_last == NR;
-    for (int64_t q = 0; whole && q <= last; q++) whole = t->nseg[q] == 1;
-    if (whole) { /* every panel one run of NR pixels of a contiguous row: copy 64 bytes */
-        for (int64_t kk = 0; kk < kc; kk++) {
-            const char *xc = sdc_row_ptr(x, 0, g * c->cin_g + ci, n);
-            for (int64_t q = 0; q <= last; q++) {
-                float *d = col + q * kc * NR + kk * NR;
-                const col_seg *sg = &t->seg[q][0];
-                const int64_t iy = sg->iy0 + ky * c->dy, ix = sg->ix0 + kx * c->dx;
-                if (iy >= 0 && iy < c->ih && ix >= 0 && ix + NR <= c->iw)
-                    memcpy(d, (const float *)(xc + iy * x->nb[1]) + ix, sizeof(float) * NR);
-                else
-                    gather_run(x, c, n, g * c->cin_g + ci, ky, kx, sg, d);
-            }
-            if (++kx == c->kw) {
-                kx = 0;
-                if (++ky == c->kh) ky = 0, ci++;
-            }
-        }
-        return;
-    }
     for (int64_t kk = 0; kk < kc; kk++) {
-        const int64_t ch = g * c->cin_g + ci;
+        const char *xc = sdc_row_ptr(x, 0, g * c->cin_g + ci, n);
         for (int64_t q = 0; q <= last; q++) {
             float *d = col + q * kc * NR + kk * NR;
             for (int sI = 0; sI < t->nseg[q]; sI++) {
                 const col_seg *sg = &t->seg[q][sI];
-                gather_run(x, c, n, ch, ky, kx, sg, d + sg->j0);
+                gather_run(x, c, xc, ky, kx, sg, d + sg->j0);
             }
         }
         if (npx_last < NR)

@@ -200,27 +200,24 @@ static sdc_status load_block(sdc_qwen25vl_vision *m, const sdc_weight_source *ws
     sdc_status s = SDC_OK;
 #define R(field, base, suf, n0, n1)                                                                \
     if (!s) s = req(ws, prefix, block_name(b, sizeof b, nm, l, base, ""), suf, n0, n1, &B->field);
+/* a linear layer: weight [n_in -> n_out] and bias [n_out] */
+#define RL(field, base, n_in, n_out)                                                               \
+    R(field, base, ".weight", n_in, n_out);                                                        \
+    R(field##_b, base, ".bias", n_out, 0)
     R(norm1, nm->norm1, ".weight", h, 0);
     R(norm2, nm->norm2, ".weight", h, 0);
     if (nm->qkv) {
-        R(qkv, nm->qkv, ".weight", h, 3 * h);
-        R(qkv_b, nm->qkv, ".bias", 3 * h, 0);
+        RL(qkv, nm->qkv, h, 3 * h);
     } else {
-        R(q, nm->q, ".weight", h, h);
-        R(q_b, nm->q, ".bias", h, 0);
-        R(k, nm->k, ".weight", h, h);
-        R(k_b, nm->k, ".bias", h, 0);
-        R(v, nm->v, ".weight", h, h);
-        R(v_b, nm->v, ".bias", h, 0);
+        RL(q, nm->q, h, h);
+        RL(k, nm->k, h, h);
+        RL(v, nm->v, h, h);
     }
-    R(proj, nm->proj, ".weight", h, h);
-    R(proj_b, nm->proj, ".bias", h, 0);
-    R(gate, nm->gate, ".weight", h, ff);
-    R(gate_b, nm->gate, ".bias", ff, 0);
-    R(up, nm->up, ".weight", h, ff);
-    R(up_b, nm->up, ".bias", ff, 0);
-    R(down, nm->down, ".weight", ff, h);
-    R(down_b, nm->down, ".bias", h, 0);
+    RL(proj, nm->proj, h, h);
+    RL(gate, nm->gate, h, ff);
+    RL(up, nm->up, h, ff);
+    RL(down, nm->down, ff, h);
+#undef RL
 #undef R
     sdc_tensor **small[] = {&B->norm1, &B->norm2,  &B->qkv_b,  &B->q_b,  &B->k_b,
                             &B->v_b,   &B->proj_b, &B->gate_b, &B->up_b, &B->down_b};
