@@ -18,11 +18,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from png_util import png_decode  # noqa: E402
+from srv_util import call  # noqa: E402
+from srv_util import start_server as srv_start  # noqa: E402
 
 BUILD, GOLDEN = sys.argv[1], sys.argv[2]
 MINI = os.path.join(GOLDEN, "minit2i")
@@ -57,28 +57,7 @@ def a1111_hash(path):
 
 
 def start_server(args, log):
-    out = open(log + ".out", "w")
-    p = subprocess.Popen([os.path.join(BUILD, "sdc-server"), "--listen-port", "0", "-t", "2"] + args,
-                         stdout=out, stderr=open(log + ".err", "w"))
-    for _ in range(600):
-        time.sleep(0.1)
-        text = open(log + ".out").read()
-        if "listening on" in text:
-            return p, "http://127.0.0.1:" + text.strip().rsplit(":", 1)[1]
-        if p.poll() is not None:
-            break
-    print(open(log + ".err").read())
-    raise SystemExit("FAIL the server did not start")
-
-
-def call(url, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=600) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    return srv_start([os.path.join(BUILD, "sdc-server"), "--listen-port", "0", "-t", "2"] + args, log)
 
 
 def first_image(resp):
