@@ -238,6 +238,7 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     void (*block_fn)(const sdc_attn_block *) = sdc_attn_block_scalar;
 #if defined(SDC_HAVE_X86)
     if (sdc_cpu_isa() >= SDC_ISA_AVX2) block_fn = sdc_attn_block_avx2;
+    if (sdc_cpu_isa() >= SDC_ISA_AVX512) block_fn = sdc_attn_block_avx512;
 #endif
 #if defined(__aarch64__)
     if (sdc_cpu_isa() == SDC_ISA_NEON) block_fn = sdc_attn_block_neon;

@@ -36,6 +36,7 @@ static inline int64_t sdc_attn_v_index(int64_t lkp, int64_t j, int64_t e) {
 
 void sdc_attn_block_scalar(const sdc_attn_block *b);
 void sdc_attn_block_avx2(const sdc_attn_block *b);
+void sdc_attn_block_avx512(const sdc_attn_block *b);
 void sdc_attn_block_neon(const sdc_attn_block *b);
 
 #endif

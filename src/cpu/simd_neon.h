@@ -5,23 +5,25 @@
 
 #include <arm_neon.h>
 
+#include "cpu/simd_exp_coef.h"
+
 /* e^x, relative error ~2e-7 on [-87, 88]; 0 below -87.3 (incl. -inf); inputs above 88
  * saturate at e^88; NaN propagates. Same range reduction and polynomial as sdc_exp256. */
 static inline float32x4_t sdc_exp_f32x4(float32x4_t x) {
-    const float32x4_t lo = vdupq_n_f32(-87.3f);
+    const float32x4_t lo = vdupq_n_f32(SDC_EXP_MIN_ARG);
     uint32x4_t under = vcltq_f32(x, lo);
     /* vmaxq/vminq return NaN when either operand is NaN, so NaN propagates */
     x = vmaxq_f32(lo, vminq_f32(vdupq_n_f32(88.0f), x));
-    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(SDC_EXP_LOG2E)));
     /* r = x - n*ln2 in two steps so r keeps full precision */
-    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-    float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(SDC_EXP_LN2_HI));
+    r = vfmsq_f32(r, n, vdupq_n_f32(SDC_EXP_LN2_LO));
+    float32x4_t p = vdupq_n_f32(SDC_EXP_P0);
+    p = vfmaq_f32(vdupq_n_f32(SDC_EXP_P1), p, r);
+    p = vfmaq_f32(vdupq_n_f32(SDC_EXP_P2), p, r);
+    p = vfmaq_f32(vdupq_n_f32(SDC_EXP_P3), p, r);
+    p = vfmaq_f32(vdupq_n_f32(SDC_EXP_P4), p, r);
+    p = vfmaq_f32(vdupq_n_f32(SDC_EXP_P5), p, r);
     p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
     int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
     float32x4_t y = vmulq_f32(p, vreinterpretq_f32_s32(e));

@@ -1,8 +1,9 @@
 /* Fused attention vs a double-precision softmax(q k^T s + mask) v: Lq != Lk, GQA
  * (H != Hk), masks (F32/F16, -inf, fully masked rows, broadcast), F16 inputs, odd
- * lengths, permuted q; scalar and AVX2 paths; 1 thread, 3 shares one after another, and
- * real pools of 2 and 3 threads (shared key/value packing, units from an atomic counter;
- * batches of several heads, and one head larger than a batch's budget). */
+ * lengths, permuted q; scalar, AVX2 and AVX-512 paths (AVX-512 equal to AVX2 bit for bit); 1
+ * thread, 3 shares one after another, and real pools of 2 and 3 threads (shared key/value packing,
+ * units from an atomic counter; batches of several heads, and one head larger than a batch's
+ * budget). */
 #include "core/threadpool.h"
 #include "ops_test_common.h"
 
@@ -92,11 +93,14 @@ static void run_cfg(const cfg *c) {
                     r[e] = sum > 0 ? o / sum : 0;
                 }
             }
-    const sdc_isa isas[2] = {SDC_ISA_SCALAR,
-                             sdc_cpu_isa_supported() == SDC_ISA_NEON ? SDC_ISA_NEON : SDC_ISA_AVX2};
-    const int n_isa =
-        (sdc_cpu_isa_supported() >= SDC_ISA_AVX2 || sdc_cpu_isa_supported() == SDC_ISA_NEON) ? 2
-                                                                                             : 1;
+    /* scalar, then the SIMD levels this CPU has; AVX-512 must give AVX2's values bit for bit */
+    sdc_isa isas[3] = {SDC_ISA_SCALAR};
+    int n_isa = 1;
+    const sdc_isa have = sdc_cpu_isa_supported();
+    if (have == SDC_ISA_NEON) isas[n_isa++] = SDC_ISA_NEON;
+    if (have >= SDC_ISA_AVX2 && have != SDC_ISA_NEON) isas[n_isa++] = SDC_ISA_AVX2;
+    if (have >= SDC_ISA_AVX512 && have != SDC_ISA_NEON) isas[n_isa++] = SDC_ISA_AVX512;
+    float *avx2_out = malloc(sdc_tensor_nbytes(dst));
     for (int ii = 0; ii < n_isa; ii++)
         for (int run = 0; run < 4; run++) {
             /* 1 thread, 3 shares in sequence, pools of 2 and 3 */
@@ -116,7 +120,13 @@ static void run_cfg(const cfg *c) {
                    sdc_isa_name(isas[ii]), nth, pooled ? " pool" : "", e);
             CHECK(e < TOL, "attention err %g (tolerance %g)", e, TOL);
             if (e > g_worst || e != e) g_worst = e;
+            if (isas[ii] == SDC_ISA_AVX2 && run == 0)
+                memcpy(avx2_out, dst->data, sdc_tensor_nbytes(dst));
+            if (isas[ii] == SDC_ISA_AVX512)
+                CHECK(!memcmp(avx2_out, dst->data, sdc_tensor_nbytes(dst)),
+                      "AVX-512 output differs from AVX2's (nth=%d)", nth);
         }
+    free(avx2_out);
     sdc_cpu_set_isa(SDC_ISA_AVX512);
     free(s), free(ref);
     t_free(dst), t_free(m), t_free(v), t_free(v0), t_free(k), t_free(q), t_free(q0);
