@@ -1,11 +1,13 @@
 /* Fused attention: out = softmax(q k^T * scale + mask) v without the Lq x Lk matrix.
- * Key/value heads are taken a batch at a time (as many as fit SDC_ATTN_KV_BUDGET, at
- * least one), converted to F32 (keys transposed) into one shared area. One atomic counter
- * hands out, head by head, the head's packing units (a key block each) and then its
- * (block of SDC_ATTN_BQ queries) units; a query unit waits until its head is packed. So
- * no head is packed twice, a thread never waits behind an uneven split, and one thread
- * packs the next head (memory-bound) while the other computes (FMA-bound); only each
- * thread's query, score and output tiles are its own. */
+ * Key/value heads are converted to F32 (keys transposed) into a ring of shared slots (as
+ * many as fit SDC_ATTN_KV_BUDGET, at least one; head i uses slot i mod slots). One atomic
+ * counter hands out, head by head, the head's packing units (a key block each) and then
+ * its (block of SDC_ATTN_BQ queries) units; a query unit waits until its head is packed,
+ * a packing unit until the slot's previous head has finished. Every wait is for units
+ * handed out earlier, so the earliest unfinished unit always runs. No head is packed
+ * twice, a thread never waits behind an uneven split, one thread packs the next head
+ * (memory-bound) while the other computes (FMA-bound), and there is no barrier between
+ * heads; only each thread's query, score and output tiles are its own. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -16,10 +18,10 @@
 #include "cpu/gemm.h"
 #include "cpu/ops_util.h"
 
-/* bytes of packed keys/values per batch. Units run head by head, so a head's keys and
- * values stay in the L2 caches while its query blocks run whatever the batch size; large
- * batches mean few barriers (a thread that the OS deschedules holds the others up at each). */
-#define SDC_ATTN_KV_BUDGET ((size_t)8 << 20)
+/* bytes of packed keys/values in the ring: about the L2 caches of two cores, so packing
+ * writes into lines that are still cached (a ring over all heads, 8 MB, spent 3% of the
+ * op on write misses; 2 MB, 2%) while the next head's slot is already free. */
+#define SDC_ATTN_KV_BUDGET ((size_t)2 << 20)
 
 _Static_assert(SDC_GEMM_NR == 16, "key panels are packed by the GEMM's panel transpose");
 
@@ -30,7 +32,7 @@ static int64_t round_up(int64_t x, int64_t m) {
 typedef struct attn_dims {
     int64_t d, dv, dvp, lq, lk, lkp, h, hk, nb, nqb;
     int64_t kt_floats, v_floats; /* one packed head */
-    int64_t hb;                  /* key/value heads packed at once */
+    int64_t hb;                  /* slots of the ring of packed heads */
 } attn_dims;
 
 static attn_dims get_dims(const sdc_tensor *dst) {
@@ -44,7 +46,8 @@ static attn_dims get_dims(const sdc_tensor *dst) {
     a.v_floats = round_up(a.lkp * a.dvp, 16);
     size_t head = (size_t)(a.kt_floats + a.v_floats) * sizeof(float);
     int64_t fit = (int64_t)(SDC_ATTN_KV_BUDGET / (head ? head : 1));
-    a.hb = fit < 1 ? 1 : fit;
+    /* two slots when they fit 4 budgets: the next head packs while this one computes */
+    a.hb = fit >= 2 ? fit : head <= 2 * SDC_ATTN_KV_BUDGET ? 2 : 1;
     if (a.hb > a.nb * a.hk) a.hb = a.nb * a.hk;
     if (a.hb < 1) a.hb = 1;
     return a;
@@ -70,13 +73,13 @@ static attn_layout get_layout(const attn_dims *a, bool has_mask) {
     return L;
 }
 
-/* Work area: [2 control blocks (batches alternate): the unit counter, then the packing
- * units done per head] [hb packed heads] [per thread scratch] */
+/* Work area: [control: the unit counter, packing units done per head, query units done
+ * per head] [hb packed head slots] [per thread scratch] */
 static size_t ctl_bytes(const attn_dims *a) {
-    return (size_t)round_up((1 + a->hb) * (int64_t)sizeof(int64_t), 64);
+    return (size_t)round_up((1 + 2 * a->nb * a->hk) * (int64_t)sizeof(int64_t), 64);
 }
 static size_t shared_bytes(const attn_dims *a) {
-    return 2 * ctl_bytes(a) + (size_t)(a->hb * (a->kt_floats + a->v_floats)) * sizeof(float);
+    return ctl_bytes(a) + (size_t)(a->hb * (a->kt_floats + a->v_floats)) * sizeof(float);
 }
 
 size_t sdc_cpu_attention_work_size(const sdc_tensor *dst, int nth) {
@@ -210,15 +213,9 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
         memcpy(sdc_row_ptr(dst, h, q0 + i, b), blk.o + i * a->dvp, sizeof(float) * (size_t)a->dv);
 }
 
-/* Zeroes control block i (0 or 1) of the work area: its counter and per-head tallies. */
-static void ctl_clear(char *base, const attn_dims *a, int i) {
-    _Atomic int64_t *ctl = (_Atomic int64_t *)(base + (size_t)i * ctl_bytes(a));
-    for (int64_t j = 0; j <= a->hb; j++) atomic_store_explicit(&ctl[j], 0, memory_order_relaxed);
-}
-
-/* Waits until *done reaches want (another thread is finishing the packing it took). */
-static void wait_packed(_Atomic int64_t *done, int64_t want) {
-    for (int spins = 0; atomic_load_explicit(done, memory_order_acquire) < want;)
+/* Waits until *count reaches want (other threads are finishing units they took). */
+static void wait_count(_Atomic int64_t *count, int64_t want) {
+    for (int spins = 0; atomic_load_explicit(count, memory_order_acquire) < want;)
         sdc_spin_wait_step(&spins);
 }
 
@@ -231,7 +228,7 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     if (p->nth > 1 && !pooled && p->ith > 0) return;
     const int ith = pooled ? p->ith : 0;
     char *base = (char *)(((uintptr_t)p->wdata + 63) & ~(uintptr_t)63);
-    float *kvp = (float *)(base + 2 * ctl_bytes(&a));
+    float *kvp = (float *)(base + ctl_bytes(&a));
     uintptr_t tb = (uintptr_t)base + shared_bytes(&a) + (size_t)p->ith * (L.total * 4 + 64);
     float *w = (float *)((tb + 63) & ~(uintptr_t)63);
 
@@ -245,32 +242,30 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
 #endif
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;
-    const int64_t np = jpad / SDC_ATTN_BK, nu = np + rep * a.nqb; /* units per head */
-    if (ith == 0) ctl_clear(base, &a, 0), ctl_clear(base, &a, 1);
+    const int64_t np = jpad / SDC_ATTN_BK, nq = rep * a.nqb, nu = np + nq; /* units per head */
+    /* the unit counter, then per head: packing units done, query units done */
+    _Atomic int64_t *ctl = (_Atomic int64_t *)base, *packed = ctl + 1, *done = ctl + 1 + nkv;
+    if (ith == 0)
+        for (int64_t j = 0; j <= 2 * nkv; j++)
+            atomic_store_explicit(&ctl[j], 0, memory_order_relaxed);
     if (pooled) sdc_cpu_barrier(p);
-    for (int64_t kv0 = 0, batch = 0; kv0 < nkv; kv0 += a.hb, batch++) {
-        const int64_t nh = nkv - kv0 < a.hb ? nkv - kv0 : a.hb;
-        _Atomic int64_t *ctl = (_Atomic int64_t *)(base + (batch % 2) * ctl_bytes(&a));
-        if (batch > 0) {
-            if (pooled) sdc_cpu_barrier(p); /* everyone is done with the last batch */
-            /* the last batch's control block serves the next one */
-            if (ith == 0) ctl_clear(base, &a, (int)(1 - batch % 2));
+    for (;;) {
+        const int64_t u = atomic_fetch_add_explicit(&ctl[0], 1, memory_order_relaxed);
+        if (u >= nkv * nu) break;
+        const int64_t kv = u / nu, r = u % nu;
+        float *kt = kvp + kv % a.hb * head_floats;
+        if (r < np) { /* key rows [r BK, (r + 1) BK) of the head, once its slot is free */
+            if (kv >= a.hb) wait_count(&done[kv - a.hb], nq);
+            pack_kv(k, v, &a, kv % a.hk, kv / a.hk, r * SDC_ATTN_BK, (r + 1) * SDC_ATTN_BK, kt,
+                    kt + a.kt_floats, w + L.q);
+            atomic_fetch_add_explicit(&packed[kv], 1, memory_order_release);
+            continue;
         }
-        for (;;) {
-            const int64_t u = atomic_fetch_add_explicit(&ctl[0], 1, memory_order_relaxed);
-            if (u >= nh * nu) break;
-            const int64_t hh = u / nu, r = u % nu, kv = kv0 + hh;
-            float *kt = kvp + hh * head_floats;
-            if (r < np) { /* key rows [r BK, (r + 1) BK) of the head */
-                pack_kv(k, v, &a, kv % a.hk, kv / a.hk, r * SDC_ATTN_BK, (r + 1) * SDC_ATTN_BK, kt,
-                        kt + a.kt_floats, w + L.q);
-                atomic_fetch_add_explicit(&ctl[1 + hh], 1, memory_order_release);
-                continue;
-            }
-            wait_packed(&ctl[1 + hh], np);
-            const int64_t qu = r - np, b = kv / a.hk, h = kv % a.hk * rep + qu / a.nqb;
-            attn_unit(dst, &a, &L, block_fn, b, h, qu % a.nqb, kt, kt + a.kt_floats, w);
-        }
+        wait_count(&packed[kv], np);
+        const int64_t qu = r - np, b = kv / a.hk, h = kv % a.hk * rep + qu / a.nqb;
+        attn_unit(dst, &a, &L, block_fn, b, h, qu % a.nqb, kt, kt + a.kt_floats, w);
+        /* this unit's reads of the slot are done */
+        atomic_fetch_add_explicit(&done[kv], 1, memory_order_release);
     }
 }
 

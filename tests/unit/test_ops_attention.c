@@ -1,9 +1,9 @@
 /* Fused attention vs a double-precision softmax(q k^T s + mask) v: Lq != Lk, GQA
  * (H != Hk), masks (F32/F16, -inf, fully masked rows, broadcast), F16 inputs, odd
- * lengths, permuted q; scalar, AVX2 and AVX-512 paths (AVX-512 equal to AVX2 bit for bit); 1
- * thread, 3 shares one after another, and real pools of 2 and 3 threads (shared key/value packing,
- * units from an atomic counter; batches of several heads, and one head larger than a batch's
- * budget). */
+ * lengths, permuted q; scalar, AVX2 and AVX-512 paths (AVX-512 equal to AVX2 bit for bit);
+ * 1 thread, 3 shares one after another, and real pools of 2 and 3 threads (shared key/value
+ * packing into a ring of head slots, units from an atomic counter: rings of 1, 2 and 3 slots
+ * that wrap, and one head larger than the ring's budget). */
 #include "core/threadpool.h"
 #include "ops_test_common.h"
 
@@ -140,9 +140,13 @@ int main(void) {
         {8, 8, 31, 257, 3, 3, 1, SDC_TYPE_F32, SDC_TYPE_F16, 1, 1, 0},
         {7, 5, 49, 1, 2, 2, 2, SDC_TYPE_F16, SDC_TYPE_F32, 0, 1, 0},
         {64, 48, 50, 600, 2, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0}, /* 3 key blocks */
-        /* one head of 4200 keys x 256 dims (8.7 MB packed) is over a batch's 8 MB */
+        /* one head of 4200 keys x 256 dims (8.7 MB packed) is over the ring's 2 MB; two such
+         * heads share one slot: the second one's packing waits for the first one's queries */
         {256, 256, 13, 4200, 1, 1, 1, SDC_TYPE_F32, SDC_TYPE_F16, 0, 0, 0},
-        /* batches of 7 heads: 16 x 2 heads of 2100 keys x 64 (1.1 MB each) */
+        {256, 256, 5, 4200, 2, 2, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
+        /* a ring of 3 slots: 12 heads of 1280 keys x 64 (655 KB each) */
+        {64, 64, 60, 1280, 12, 12, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
+        /* a ring of 2 slots wrapping 16 times: 16 x 2 heads of 2100 keys x 64 (1.1 MB each) */
         {64, 64, 7, 2100, 16, 16, 2, SDC_TYPE_F32, SDC_TYPE_F16, 1, 0, 0},
         /* key counts a multiple of 16 (no padding keys) with F32 values: contiguous and
          * strided (rows of all heads interleaved), grouped heads, fully masked rows */
