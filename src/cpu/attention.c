@@ -55,7 +55,7 @@ static attn_dims get_dims(const sdc_tensor *dst) {
 
 /* Per-thread scratch, in floats, each part rounded to 64 bytes. */
 typedef struct attn_layout {
-    size_t q, s, o, m, l, mask, total;
+    size_t q, s, o, m, l, mask, qt, total;
 } attn_layout;
 
 static attn_layout get_layout(const attn_dims *a, bool has_mask) {
@@ -68,6 +68,7 @@ static attn_layout get_layout(const attn_dims *a, bool has_mask) {
     PART(m, SDC_ATTN_BQ);
     PART(l, SDC_ATTN_BQ);
     PART(mask, has_mask ? SDC_ATTN_BQ * a->lkp : 0);
+    PART(qt, SDC_ATTN_BQ * a->d); /* q transposed, for keys read in place */
 #undef PART
     L.total = off;
     return L;
@@ -150,7 +151,7 @@ static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a
 /* One unit: query block qb of head h (batch b) against a packed key/value head. */
 static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layout *L,
                       void (*block_fn)(const sdc_attn_block *), int64_t b, int64_t h, int64_t qb,
-                      const float *kt, const float *vf, float *w) {
+                      const float *kt, const float *vf, bool inplace, int64_t hk, float *w) {
     const sdc_tensor *q = dst->src[0], *mask = dst->src[3];
     const float scale = dst->params.f[0];
     const int64_t q0 = qb * SDC_ATTN_BQ;
@@ -208,6 +209,14 @@ static void attn_unit(const sdc_tensor *dst, const attn_dims *a, const attn_layo
         .m = w + L->m,
         .l = w + L->l,
     };
+    if (inplace) { /* F32 rows read where they are (the AVX-512 kernel) */
+        const sdc_tensor *k = dst->src[1], *v = dst->src[2];
+        blk.kr = (const float *)sdc_row_ptr(k, 0, hk, b);
+        blk.vr = (const float *)sdc_row_ptr(v, 0, hk, b);
+        blk.ldk = (int64_t)(k->nb[1] / sizeof(float));
+        blk.ldv = (int64_t)(v->nb[1] / sizeof(float));
+        blk.qt = w + L->qt;
+    }
     block_fn(&blk);
     for (int64_t i = 0; i < nq; i++)
         memcpy(sdc_row_ptr(dst, h, q0 + i, b), blk.o + i * a->dvp, sizeof(float) * (size_t)a->dv);
@@ -240,9 +249,16 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
 #if defined(__aarch64__)
     if (sdc_cpu_isa() == SDC_ISA_NEON) block_fn = sdc_attn_block_neon;
 #endif
+    /* F32 keys and values with contiguous rows and no mask: the AVX-512 kernel reads them in
+     * place and nothing is packed */
+    const bool inplace = block_fn != sdc_attn_block_scalar && sdc_cpu_isa() >= SDC_ISA_AVX512 &&
+                         !dst->src[3] && k->type == SDC_TYPE_F32 && v->type == SDC_TYPE_F32 &&
+                         k->nb[0] == sizeof(float) && v->nb[0] == sizeof(float) &&
+                         k->nb[1] % sizeof(float) == 0 && v->nb[1] % sizeof(float) == 0;
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;
-    const int64_t np = jpad / SDC_ATTN_BK, nq = rep * a.nqb, nu = np + nq; /* units per head */
+    const int64_t np = inplace ? 0 : jpad / SDC_ATTN_BK, nq = rep * a.nqb;
+    const int64_t nu = np + nq; /* units per head */
     /* the unit counter, then per head: packing units done, query units done */
     _Atomic int64_t *ctl = (_Atomic int64_t *)base, *packed = ctl + 1, *done = ctl + 1 + nkv;
     if (ith == 0)
@@ -263,7 +279,8 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
         }
         wait_count(&packed[kv], np);
         const int64_t qu = r - np, b = kv / a.hk, h = kv % a.hk * rep + qu / a.nqb;
-        attn_unit(dst, &a, &L, block_fn, b, h, qu % a.nqb, kt, kt + a.kt_floats, w);
+        attn_unit(dst, &a, &L, block_fn, b, h, qu % a.nqb, kt, kt + a.kt_floats, inplace, kv % a.hk,
+                  w);
         /* this unit's reads of the slot are done */
         atomic_fetch_add_explicit(&done[kv], 1, memory_order_release);
     }

@@ -20,7 +20,12 @@ typedef struct sdc_attn_block {
     const float *mask; /* [nq][lkp] additive, or NULL */
     float *s;          /* scratch [nq][SDC_ATTN_BK] */
     float *o;          /* out [nq][dvp]: softmax(q kt + mask) v; fully masked rows give 0 */
-    float *m, *l;      /* scratch [nq]: running max and sum */
+    float *m, *l;      /* scratch [SDC_ATTN_BQ]: running max and sum */
+    /* AVX-512 only, when kr is not NULL: F32 keys and values read in place (row j at kr + j ldk
+     * and vr + j ldv, lk rows) instead of kt and v, with qt a [d][SDC_ATTN_BQ] scratch */
+    const float *kr, *vr;
+    int64_t ldk, ldv;
+    float *qt;
 } sdc_attn_block;
 
 /* Packed layouts, in panels of 16 that the micro-kernels stream contiguously (rows of a

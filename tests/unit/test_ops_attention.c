@@ -146,6 +146,11 @@ int main(void) {
         {256, 256, 5, 4200, 2, 2, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
         /* a ring of 3 slots: 12 heads of 1280 keys x 64 (655 KB each) */
         {64, 64, 60, 1280, 12, 12, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
+        /* F32 keys and values without a mask are read in place by the AVX-512 kernel: SD 1.x's
+         * head sizes 40 and 80, key counts off the 8-key groups, strided values and queries */
+        {40, 40, 70, 333, 8, 8, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
+        {80, 80, 20, 77, 2, 2, 2, SDC_TYPE_F32, SDC_TYPE_F32, 0, 1, 1},
+        {160, 160, 7, 600, 1, 1, 1, SDC_TYPE_F32, SDC_TYPE_F32, 0, 0, 0},
         /* a ring of 2 slots wrapping 16 times: 16 x 2 heads of 2100 keys x 64 (1.1 MB each) */
         {64, 64, 7, 2100, 16, 16, 2, SDC_TYPE_F32, SDC_TYPE_F16, 1, 0, 0},
         /* key counts a multiple of 16 (no padding keys) with F32 values: contiguous and
