@@ -7,7 +7,9 @@
  * handed out earlier, so the earliest unfinished unit always runs. No head is packed
  * twice, a thread never waits behind an uneven split, one thread packs the next head
  * (memory-bound) while the other computes (FMA-bound), and there is no barrier between
- * heads; only each thread's query, score and output tiles are its own. */
+ * heads; only each thread's query, score and output tiles are its own. The AVX-512 kernel
+ * reads F32 keys and values in place when there is no mask: then there are no packing units
+ * at all (the work area keeps the ring anyway, so its size does not depend on the kernel). */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
