@@ -126,13 +126,14 @@ static void pack_v(const sdc_tensor *v, const attn_dims *a, int64_t hk, int64_t 
 static void pack_kv(const sdc_tensor *k, const sdc_tensor *v, const attn_dims *a, int64_t hk,
                     int64_t b, int64_t j0, int64_t j1, float *kt, float *vf, float *buf) {
     const bool k_f32 = k->type == SDC_TYPE_F32 && k->nb[0] == sizeof(float);
+    const sdc_gemm_transpose_fn transpose = sdc_gemm_kernels_for(sdc_cpu_isa())->transpose;
     for (int64_t j = j0; j < j1; j++) {
         float *kp = kt + sdc_attn_kt_index(a->d, j, 0);
         if (k_f32 && j % 16 == 0 && j + 16 <= j1 && j + 16 <= a->lk) {
             /* 16 keys of F32: their panel [d][16] is the GEMM's weight panel layout */
             const float *kr[16];
             for (int jj = 0; jj < 16; jj++) kr[jj] = (const float *)sdc_row_ptr(k, j + jj, hk, b);
-            sdc_gemm_kernels_for(sdc_cpu_isa())->transpose(kr, a->d, kp);
+            transpose(kr, a->d, kp);
             for (int jj = 0; jj < 16; jj++) pack_v(v, a, hk, b, j + jj, vf, buf);
             j += 15;
             continue;
@@ -244,19 +245,20 @@ void sdc_cpu_attention(const sdc_cpu_params *p, sdc_tensor *dst) {
     float *w = (float *)((tb + 63) & ~(uintptr_t)63);
 
     void (*block_fn)(const sdc_attn_block *) = sdc_attn_block_scalar;
+    bool inplace = false;
 #if defined(SDC_HAVE_X86)
     if (sdc_cpu_isa() >= SDC_ISA_AVX2) block_fn = sdc_attn_block_avx2;
-    if (sdc_cpu_isa() >= SDC_ISA_AVX512) block_fn = sdc_attn_block_avx512;
+    if (sdc_cpu_isa() >= SDC_ISA_AVX512) {
+        block_fn = sdc_attn_block_avx512;
+        /* F32 keys and values with contiguous rows and no mask are read in place: no packing */
+        inplace = !dst->src[3] && k->type == SDC_TYPE_F32 && v->type == SDC_TYPE_F32 &&
+                  k->nb[0] == sizeof(float) && v->nb[0] == sizeof(float) &&
+                  k->nb[1] % sizeof(float) == 0 && v->nb[1] % sizeof(float) == 0;
+    }
 #endif
 #if defined(__aarch64__)
     if (sdc_cpu_isa() == SDC_ISA_NEON) block_fn = sdc_attn_block_neon;
 #endif
-    /* F32 keys and values with contiguous rows and no mask: the AVX-512 kernel reads them in
-     * place and nothing is packed */
-    const bool inplace = block_fn != sdc_attn_block_scalar && sdc_cpu_isa() >= SDC_ISA_AVX512 &&
-                         !dst->src[3] && k->type == SDC_TYPE_F32 && v->type == SDC_TYPE_F32 &&
-                         k->nb[0] == sizeof(float) && v->nb[0] == sizeof(float) &&
-                         k->nb[1] % sizeof(float) == 0 && v->nb[1] % sizeof(float) == 0;
     const int64_t rep = a.h / a.hk, nkv = a.nb * a.hk, jpad = round_up(a.lkp, SDC_ATTN_BK);
     const int64_t head_floats = a.kt_floats + a.v_floats;
     const int64_t np = inplace ? 0 : jpad / SDC_ATTN_BK, nq = rep * a.nqb;

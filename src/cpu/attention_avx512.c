@@ -162,22 +162,12 @@ static void attn_block_inplace(const sdc_attn_block *b) {
         const int64_t nk = b->lkp - kb < SDC_ATTN_BK ? b->lkp - kb : SDC_ATTN_BK;
         scores_t(b, kb, nk, nz, vmax);
         for (int z = 0; z < nz; z++) softmax_t(b, nk, z, vmax[z], c);
-        for (int64_t i = 0; i < b->nq; i++) {
-            if (c[i] == 1.0f) continue;
-            const __m256 vc = _mm256_set1_ps(c[i]);
-            float *o = b->o + i * b->dvp;
-            for (int64_t e = 0; e < b->dvp; e += 8)
-                _mm256_storeu_ps(o + e, _mm256_mul_ps(_mm256_loadu_ps(o + e), vc));
-        }
+        for (int64_t i = 0; i < b->nq; i++)
+            if (c[i] != 1.0f) scale_row(b->o + i * b->dvp, b->dvp, c[i]);
         /* padding keys (p tiny, values 0 in the packed layout) change no output: skipped */
         pv_t(b, kb, nk < b->lk - kb ? nk : b->lk - kb);
     }
-    for (int64_t i = 0; i < b->nq; i++) {
-        const __m256 inv = _mm256_set1_ps(b->l[i] > 0 ? 1.0f / b->l[i] : 0.0f);
-        float *o = b->o + i * b->dvp;
-        for (int64_t e = 0; e < b->dvp; e += 8)
-            _mm256_storeu_ps(o + e, _mm256_mul_ps(_mm256_loadu_ps(o + e), inv));
-    }
+    normalize_rows(b);
 }
 
 void sdc_attn_block_avx512(const sdc_attn_block *b) {

@@ -127,6 +127,19 @@ static void scores(const sdc_attn_block *b, int64_t kb, int64_t nk, __m256 *vmax
     }
 }
 
+/* o[0 .. n) *= c (n a multiple of 8): an output row rescaled or normalised */
+static inline void scale_row(float *o, int64_t n, float c) {
+    const __m256 vc = _mm256_set1_ps(c);
+    for (int64_t e = 0; e < n; e += 8)
+        _mm256_storeu_ps(o + e, _mm256_mul_ps(_mm256_loadu_ps(o + e), vc));
+}
+
+/* Every output row by 1 / its sum (0 where nothing was visible). */
+static inline void normalize_rows(const sdc_attn_block *b) {
+    for (int64_t i = 0; i < b->nq; i++)
+        scale_row(b->o + i * b->dvp, b->dvp, b->l[i] > 0 ? 1.0f / b->l[i] : 0.0f);
+}
+
 /* Row i of the score tile into probabilities, given its vector max; returns the factor
  * that rescales the old output (the sums, max and order of sdc_attn_block_scalar's).
  * exp_row (the including file's) does s[j] = e^(s[j] - mnew) and returns the 8-lane sums
@@ -161,22 +174,12 @@ attn_block_x86(const sdc_attn_block *b, __m256 (*exp_row)(float *, int64_t, floa
         for (int64_t i = 0; i < b->nq; i++) {
             const float c =
                 softmax_row(b->s + i * SDC_ATTN_BK, nk, vmax[i], &b->m[i], &b->l[i], exp_row);
-            if (c != 1.0f) {
-                const __m256 vc = _mm256_set1_ps(c);
-                float *o = b->o + i * b->dvp;
-                for (int64_t e = 0; e < b->dvp; e += 8)
-                    _mm256_storeu_ps(o + e, _mm256_mul_ps(_mm256_loadu_ps(o + e), vc));
-            }
+            if (c != 1.0f) scale_row(b->o + i * b->dvp, b->dvp, c);
         }
         gemm_nn(b->nq, b->dvp, nk, b->s, SDC_ATTN_BK, b->v + kb * 16, b->lkp * 16, b->o, b->dvp,
                 true);
     }
-    for (int64_t i = 0; i < b->nq; i++) {
-        const __m256 inv = _mm256_set1_ps(b->l[i] > 0 ? 1.0f / b->l[i] : 0.0f);
-        float *o = b->o + i * b->dvp;
-        for (int64_t e = 0; e < b->dvp; e += 8)
-            _mm256_storeu_ps(o + e, _mm256_mul_ps(_mm256_loadu_ps(o + e), inv));
-    }
+    normalize_rows(b);
 }
 
 #endif
